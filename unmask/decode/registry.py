@@ -1,0 +1,56 @@
+"""Policy names and the ``name:key=value,...`` spec syntax used by the CLI and benchmarks."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from unmask.errors import UnmaskError
+
+POLICIES: dict[str, type] = {}
+
+
+def register(name: str):
+    """Class decorator: make a frozen policy dataclass available as ``name`` in specs."""
+
+    def wrap(cls: type) -> type:
+        POLICIES[name] = cls
+        cls.spec_name = name
+        return cls
+
+    return wrap
+
+
+def _convert(cls: type, key: str, text: str):
+    hint = typing.get_type_hints(cls)[key]
+    try:
+        if hint is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        return hint(text)
+    except ValueError:
+        raise UnmaskError(f"policy {cls.spec_name}: {key}={text!r} is not a valid {hint.__name__}") from None
+
+
+def parse_policy(spec: str):
+    """Build a policy from ``name`` or ``name:key=value,...`` (e.g. ``topk:k=7``, ``eb:gamma=0.6``)."""
+    name, _, args = spec.strip().partition(":")
+    if name not in POLICIES:
+        raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
+    cls = POLICIES[name]
+    keys = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for item in filter(None, (a.strip() for a in args.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in keys:
+            raise UnmaskError(f"policy {name}: bad argument {item!r}; it takes {', '.join(keys) or 'no arguments'} as key=value")
+        kwargs[key] = _convert(cls, key, value.strip())
+    return cls(**kwargs)
+
+
+def policy_spec(policy) -> str:
+    """The canonical spec string of a policy (inverse of :func:`parse_policy`)."""
+    args = ",".join(f"{f.name}={getattr(policy, f.name)}" for f in dataclasses.fields(policy))
+    return f"{policy.spec_name}:{args}" if args else policy.spec_name

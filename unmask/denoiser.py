@@ -1,0 +1,37 @@
+"""The one interface every model meets: token ids in, logits and hidden states out.
+
+Our own transformer (:mod:`unmask.model`), a Hugging Face masked diffusion LM or an ESM model
+(:mod:`unmask.adapters`) and the exact oracle used in tests all implement :class:`Denoiser`, so
+the decode loop, MI heads and order policies never care which one they run.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import torch
+
+
+class DenoiserOutput(NamedTuple):
+    """What one forward pass returns."""
+
+    logits: torch.Tensor  # (B, L, V) unnormalised scores over the V predictable tokens
+    hidden: torch.Tensor  # (B, L, D) final hidden states, reused by MI heads and order policies
+
+
+@runtime_checkable
+class Denoiser(Protocol):
+    """A masked-diffusion denoiser.
+
+    Attributes:
+        vocab_size: V, the number of tokens the model predicts (last dim of ``logits``).
+        mask_id: the input id of a masked position. It may lie outside ``range(V)``; if inside,
+            decoding never chooses it.
+    """
+
+    vocab_size: int
+    mask_id: int
+
+    def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
+        """One forward pass on token ids ``(B, L)``."""
+        ...

@@ -1,0 +1,178 @@
+"""A small bidirectional transformer denoiser, with safetensors + JSON save/load.
+
+Pre-norm encoder blocks (no causal mask) as in MDLM (Sahoo et al. 2024) and LLaDA; learned absolute
+positions plus optional task position features (e.g. Sudoku row/column/box ids) added to the token
+embedding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from unmask.denoiser import DenoiserOutput
+from unmask.errors import UnmaskError
+from unmask.io import atomic_write
+
+FORMAT_VERSION = 1  # bump when the saved layout changes
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+
+@dataclass
+class ModelConfig:
+    """Shape of a :class:`TransformerDenoiser`."""
+
+    vocab_size: int  # V: tokens the model predicts (logits' last dim)
+    mask_id: int  # input id of a masked position (may equal vocab_size: an extra input-only token)
+    seq_len: int  # L: sequence length (learned absolute positions)
+    d_model: int = 128  # D: width of the residual stream
+    n_layers: int = 6  # number of transformer blocks
+    n_heads: int = 4  # attention heads per block
+    d_ff: int = 512  # hidden width of each MLP
+    dropout: float = 0.0  # dropout on attention and MLP outputs (0 for small data-rich tasks)
+    position_features: list[int] = field(default_factory=list)  # cardinality of each extra per-position id
+    task: str = ""  # name of the task the model was trained for (informative, checked by CLIs)
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise UnmaskError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+
+
+class Block(nn.Module):
+    """Pre-norm bidirectional self-attention + MLP."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.dropout = cfg.dropout
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.n_heads, d // self.n_heads).unbind(2)  # (B, L, H, Dh)
+        y = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+            dropout_p=self.dropout if self.training else 0.0,
+        )  # (B, H, L, Dh)
+        x = x + self.drop(self.proj(y.transpose(1, 2).reshape(b, n, d)))
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+class TransformerDenoiser(nn.Module):
+    """Bidirectional transformer meeting the :class:`~unmask.denoiser.Denoiser` interface."""
+
+    def __init__(self, cfg: ModelConfig, position_ids: torch.Tensor | None = None) -> None:
+        """``position_ids``: ``(L, F)`` feature ids per position, one column per ``cfg.position_features``."""
+        super().__init__()
+        self.cfg = cfg
+        self.vocab_size = cfg.vocab_size
+        self.mask_id = cfg.mask_id
+        n_in = max(cfg.vocab_size, cfg.mask_id + 1)
+        self.tok = nn.Embedding(n_in, cfg.d_model)
+        self.pos = nn.Parameter(torch.zeros(cfg.seq_len, cfg.d_model))
+        self.feats = nn.ModuleList(nn.Embedding(k, cfg.d_model) for k in cfg.position_features)
+        if position_ids is None:
+            position_ids = torch.zeros(cfg.seq_len, len(cfg.position_features), dtype=torch.long)
+        if tuple(position_ids.shape) != (cfg.seq_len, len(cfg.position_features)):
+            raise UnmaskError(f"position_ids must be ({cfg.seq_len}, {len(cfg.position_features)}), got {tuple(position_ids.shape)}")
+        self.register_buffer("position_ids", position_ids.long().clone())
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+        self.apply(self._init)
+        nn.init.normal_(self.pos, std=0.02)
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+            if getattr(m, "bias", None) is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, tokens: torch.Tensor) -> DenoiserOutput:
+        """Token ids ``(B, L)`` → logits ``(B, L, V)`` and hidden states ``(B, L, D)``."""
+        if tokens.shape[1] != self.cfg.seq_len:
+            raise UnmaskError(f"model expects sequences of length {self.cfg.seq_len}, got {tokens.shape[1]}")
+        x = self.tok(tokens) + self.pos  # (B, L, D)
+        for k, emb in enumerate(self.feats):
+            x = x + emb(self.position_ids[:, k])
+        for block in self.blocks:
+            x = block(x)
+        h = self.ln_f(x)  # (B, L, D)
+        return DenoiserOutput(self.head(h), h)
+
+    def num_parameters(self) -> int:
+        """Trainable parameter count."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def save_model(model: TransformerDenoiser, directory: str | os.PathLike, extra: dict | None = None) -> None:
+    """Write ``model.safetensors`` and ``config.json`` (with ``extra`` metadata) atomically."""
+    from safetensors.torch import save_file
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    meta = {"format_version": FORMAT_VERSION, "config": asdict(model.cfg), **(extra or {})}
+    atomic_write(d / WEIGHTS_FILE, lambda p: save_file(state, p))
+    atomic_write(d / CONFIG_FILE, lambda p: Path(p).write_text(json.dumps(meta, indent=2) + "\n"))
+
+
+def read_config(directory: str | os.PathLike) -> dict:
+    """The metadata in ``config.json``; UnmaskError if missing or unreadable."""
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise UnmaskError(f"{directory}: not a model directory (no {CONFIG_FILE})")
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UnmaskError(f"{path}: corrupt JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION or "config" not in meta:
+        raise UnmaskError(f"{path}: not an unmask model config of format {FORMAT_VERSION}")
+    return meta
+
+
+def load_model(directory: str | os.PathLike, task: str | None = None) -> TransformerDenoiser:
+    """Load a saved model, refusing a config/weights mismatch, a wrong task or a corrupt file."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    meta = read_config(directory)
+    known = {f.name for f in fields(ModelConfig)}
+    raw = meta["config"]
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UnmaskError(f"{directory}: unknown config keys {unknown}")
+    try:
+        cfg = ModelConfig(**raw)
+    except TypeError as e:
+        raise UnmaskError(f"{directory}: bad config ({e})") from None
+    if task is not None and cfg.task != task:
+        raise UnmaskError(f"{directory}: model was trained for task {cfg.task!r}, not {task!r}")
+    weights = Path(directory) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise UnmaskError(f"{directory}: missing {WEIGHTS_FILE}")
+    try:
+        state = load_file(weights)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise UnmaskError(f"{weights}: corrupt weights file ({e})") from None
+    model = TransformerDenoiser(cfg, state.get("position_ids"))
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    if expected != got:
+        diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
+        raise UnmaskError(f"{weights}: weights do not match config.json (first differences: {diff})")
+    model.load_state_dict(state)
+    return model.eval()

@@ -1,0 +1,218 @@
+"""Sudoku grids: a bitmask solver, a generator of unique-solution puzzles, and difficulty labels.
+
+A grid is a tuple/list of 81 ints in row-major order, 0 for a blank and 1..9 for a digit.
+Everything is deterministic given a seed: puzzle ``k`` of a set is drawn from its own
+``random.Random((seed, k))`` stream, so a set is the same whatever the number of workers.
+
+Difficulty (the usual human-solver split):
+  * easy — naked singles + hidden singles alone fill the grid;
+  * hard — they get stuck (search or stronger techniques are needed).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+ALL = 0x1FF  # bitmask of the nine digits; bit d-1 stands for digit d
+
+ROW = tuple(i // 9 for i in range(81))
+COL = tuple(i % 9 for i in range(81))
+BOX = tuple((i // 27) * 3 + (i % 9) // 3 for i in range(81))
+UNITS = tuple(
+    [tuple(r * 9 + c for c in range(9)) for r in range(9)]
+    + [tuple(r * 9 + c for r in range(9)) for c in range(9)]
+    + [tuple((b // 3) * 27 + (b % 3) * 3 + (k // 3) * 9 + k % 3 for k in range(9)) for b in range(9)]
+)
+PEERS = tuple(
+    tuple(sorted({j for u in UNITS if i in u for j in u} - {i})) for i in range(81)
+)
+_POPCOUNT = tuple(bin(m).count("1") for m in range(512))
+_DIGITS = tuple(tuple(d + 1 for d in range(9) if m >> d & 1) for m in range(512))
+
+
+def _masks(grid) -> tuple[list[int], list[int], list[int]] | None:
+    """Used-digit bitmasks of rows, columns and boxes; None if two givens clash."""
+    rows, cols, boxes = [0] * 9, [0] * 9, [0] * 9
+    for i, v in enumerate(grid):
+        if v:
+            bit = 1 << (v - 1)
+            r, c, b = ROW[i], COL[i], BOX[i]
+            if (rows[r] | cols[c] | boxes[b]) & bit:
+                return None
+            rows[r] |= bit
+            cols[c] |= bit
+            boxes[b] |= bit
+    return rows, cols, boxes
+
+
+def count_solutions(grid, limit: int = 2) -> int:
+    """Number of completions of ``grid``, counting at most ``limit`` (2 answers "unique?")."""
+    masks = _masks(grid)
+    if masks is None:
+        return 0
+    rows, cols, boxes = masks
+    cells = [i for i in range(81) if not grid[i]]
+    return _search(cells, rows, cols, boxes, limit, None, None)
+
+
+def solve(grid, rng: random.Random | None = None) -> list[int] | None:
+    """One completion of ``grid`` (random digit order if ``rng`` is given), or None."""
+    masks = _masks(grid)
+    if masks is None:
+        return None
+    rows, cols, boxes = masks
+    out = list(grid)
+    cells = [i for i in range(81) if not grid[i]]
+    return out if _search(cells, rows, cols, boxes, 1, out, rng) else None
+
+
+def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
+    """Depth-first search, most-constrained cell first; fills ``out`` with the first solution."""
+    if not cells:
+        return 1
+    best, best_free, best_n = -1, 0, 10
+    for k, i in enumerate(cells):
+        free = ALL & ~(rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]])
+        n = _POPCOUNT[free]
+        if n < best_n:
+            best, best_free, best_n = k, free, n
+            if n <= 1:
+                break
+    if best_n == 0:
+        return 0
+    i = cells[best]
+    rest = cells[:best] + cells[best + 1 :]
+    r, c, b = ROW[i], COL[i], BOX[i]
+    digits = list(_DIGITS[best_free])
+    if rng is not None:
+        rng.shuffle(digits)
+    found = 0
+    for d in digits:
+        bit = 1 << (d - 1)
+        rows[r] |= bit
+        cols[c] |= bit
+        boxes[b] |= bit
+        got = _search(rest, rows, cols, boxes, limit - found, out, rng)
+        rows[r] ^= bit
+        cols[c] ^= bit
+        boxes[b] ^= bit
+        if got and out is not None and not found:
+            out[i] = d
+        found += got
+        if found >= limit:
+            break
+    return found
+
+
+def solve_with_singles(grid) -> list[int]:
+    """Fill what naked and hidden singles alone can; blanks stay 0 where they get stuck."""
+    g = list(grid)
+    masks = _masks(g)
+    if masks is None:
+        return g
+    rows, cols, boxes = masks
+
+    def place(i: int, d: int) -> None:
+        bit = 1 << (d - 1)
+        g[i] = d
+        rows[ROW[i]] |= bit
+        cols[COL[i]] |= bit
+        boxes[BOX[i]] |= bit
+
+    progress = True
+    while progress:
+        progress = False
+        for i in range(81):  # naked singles: a cell with one candidate
+            if not g[i]:
+                free = ALL & ~(rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]])
+                if _POPCOUNT[free] == 1:
+                    place(i, _DIGITS[free][0])
+                    progress = True
+        for unit in UNITS:  # hidden singles: a digit with one place in a unit
+            for d in range(1, 10):
+                bit = 1 << (d - 1)
+                spots = [
+                    i for i in unit
+                    if not g[i] and not (rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) & bit
+                ]
+                if len(spots) == 1:
+                    place(spots[0], d)
+                    progress = True
+    return g
+
+
+def is_easy(puzzle) -> bool:
+    """True if naked + hidden singles alone solve the puzzle."""
+    return all(solve_with_singles(puzzle))
+
+
+def random_solution(rng: random.Random) -> list[int]:
+    """A random complete grid (randomised most-constrained-first search)."""
+    grid = solve([0] * 81, rng)
+    assert grid is not None
+    return grid
+
+
+@dataclass(frozen=True)
+class PuzzleSpec:
+    """What kind of puzzle to draw."""
+
+    min_givens: int = 30  # fewest givens allowed (ignored for minimal puzzles)
+    max_givens: int = 36  # most givens allowed (ignored for minimal puzzles)
+    minimal: bool = False  # remove every removable cell (no given can go without losing uniqueness)
+    difficulty: str | None = None  # "easy" | "hard" | None (any): redraw until the label matches
+
+    def __post_init__(self) -> None:
+        if not 17 <= self.min_givens <= self.max_givens <= 80:
+            raise ValueError(f"need 17 <= min_givens <= max_givens <= 80, got {self.min_givens}, {self.max_givens}")
+        if self.difficulty not in (None, "easy", "hard"):
+            raise ValueError(f"difficulty must be easy, hard or None, got {self.difficulty!r}")
+
+
+def make_puzzle(spec: PuzzleSpec, rng: random.Random) -> tuple[list[int], list[int]]:
+    """Draw (puzzle, solution) with exactly one solution, matching ``spec``."""
+    while True:
+        solution = random_solution(rng)
+        puzzle = _carve(solution, spec, rng)
+        if puzzle is None:
+            continue
+        if spec.difficulty is not None and ("easy" if is_easy(puzzle) else "hard") != spec.difficulty:
+            continue
+        return puzzle, solution
+
+
+def _carve(solution: list[int], spec: PuzzleSpec, rng: random.Random) -> list[int] | None:
+    """Blank cells in random order while the solution stays unique."""
+    puzzle = list(solution)
+    target = 17 if spec.minimal else rng.randint(spec.min_givens, spec.max_givens)
+    order = list(range(81))
+    rng.shuffle(order)
+    givens = 81
+    for i in order:
+        if givens == target:
+            break
+        d = puzzle[i]
+        puzzle[i] = 0
+        # A cell that singles would refill keeps the solution unique: skip the search.
+        if _forced(puzzle, i, d) or count_solutions(puzzle, 2) == 1:
+            givens -= 1
+        else:
+            puzzle[i] = d
+    if not spec.minimal and givens != target:
+        return None
+    return puzzle
+
+
+def _forced(puzzle: list[int], i: int, d: int) -> bool:
+    """True if blank ``i`` has ``d`` as its only candidate given the other cells."""
+    used = 0
+    for j in PEERS[i]:
+        if puzzle[j]:
+            used |= 1 << (puzzle[j] - 1)
+    return (ALL & ~used) == 1 << (d - 1)
+
+
+def puzzle_rng(seed: int, index: int) -> random.Random:
+    """The random stream of puzzle ``index`` in a set drawn with ``seed``."""
+    return random.Random(seed * 1_000_003 + index)

@@ -1,0 +1,238 @@
+"""Absorbing-state masked diffusion training (MDLM, Sahoo et al. 2024), single process or DDP.
+
+Per sequence draw a mask rate t, mask each maskable position with probability t, and train the
+denoiser to predict the clean tokens at masked positions (cross-entropy; weight 1, or 1/t for the
+NELBO). AdamW, linear warm-up + cosine decay, gradient clipping, periodic validation, atomic
+checkpoints and ``--resume``. Under ``torchrun --nproc_per_node N`` each process trains on its own
+data stream with gradients averaged by DDP (gloo on CPU); rank 0 validates and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from unmask.errors import UnmaskError
+from unmask.io import atomic_write
+from unmask.model import ModelConfig, TransformerDenoiser, save_model
+
+CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
+LOG = "log.jsonl"  # one JSON record per validation inside the run directory
+# Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals.
+RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every")
+
+
+@dataclass
+class TrainConfig:
+    """How to train (model shape lives in :class:`~unmask.model.ModelConfig`)."""
+
+    steps: int = 6000  # optimizer steps in total
+    batch_size: int = 128  # sequences per step in each process
+    lr: float = 1e-3  # peak learning rate
+    min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
+    warmup: int = 300  # linear warm-up steps
+    weight_decay: float = 0.01  # AdamW weight decay (not on norms, biases, embeddings)
+    grad_clip: float = 1.0  # max global gradient norm
+    mask_min: float = 0.0  # lowest mask rate t drawn per sequence
+    mask_max: float = 1.0  # highest mask rate t drawn per sequence
+    elbo_weight: bool = False  # weight each sequence's loss by 1/t (MDLM NELBO) instead of 1
+    bf16: bool = True  # bfloat16 autocast for the forward pass (CPU and CUDA)
+    seed: int = 0  # seeds init and every data stream
+    eval_every: int = 500  # steps between validations (and model exports)
+    ckpt_every: int = 250  # steps between resumable checkpoints
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.mask_min < self.mask_max <= 1.0:
+            raise UnmaskError(f"need 0 <= mask_min < mask_max <= 1, got {self.mask_min}, {self.mask_max}")
+        if self.steps < 1 or self.batch_size < 1:
+            raise UnmaskError("steps and batch_size must be positive")
+
+
+class TrainTask(Protocol):
+    """What a task supplies to the trainer."""
+
+    name: str
+
+    def model(self, cfg: ModelConfig | None) -> TransformerDenoiser:
+        """A fresh model (default shape if ``cfg`` is None) with the task's position features."""
+        ...
+
+    def sample(self, gen: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` clean training sequences ``(n, L)`` and where masking is allowed ``(n, L)`` bool."""
+        ...
+
+    def validate(self, model: TransformerDenoiser) -> dict[str, float]:
+        """Validation metrics of the current model (accuracy etc.)."""
+        ...
+
+
+def mask_batch(
+    x0: torch.Tensor, maskable: torch.Tensor, mask_id: int, cfg: TrainConfig, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Forward process: ``(x_t, masked, t)``; at least one position masked per sequence."""
+    b, n = x0.shape
+    t = cfg.mask_min + (cfg.mask_max - cfg.mask_min) * torch.rand(b, generator=gen)  # (B,)
+    u = torch.rand(b, n, generator=gen)
+    masked = (u < t[:, None]) & maskable
+    # Guarantee one masked position (the maskable one with the smallest draw) so no row is wasted.
+    first = u.masked_fill(~maskable, 2.0).argmin(1)
+    masked[torch.arange(b), first] |= maskable[torch.arange(b), first]
+    return torch.where(masked, torch.full_like(x0, mask_id), x0), masked, t
+
+
+def mdm_loss(model, x0, maskable, cfg: TrainConfig, gen: torch.Generator) -> torch.Tensor:
+    """Masked-token cross-entropy, mean over sequences of the per-sequence mean (× 1/t if NELBO)."""
+    xt, masked, t = mask_batch(x0, maskable, model_mask_id(model), cfg, gen)
+    with torch.autocast(x0.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+        logits = model(xt)[0]  # (B, L, V)
+    nll = F.cross_entropy(logits.float().transpose(1, 2), x0, reduction="none")  # (B, L)
+    per_seq = (nll * masked).sum(1) / masked.sum(1).clamp_min(1)
+    if cfg.elbo_weight:
+        per_seq = per_seq * masked.sum(1) / (t * maskable.sum(1))  # Σ nll / (t · L): the NELBO's 1/t
+    return per_seq.mean()
+
+
+def model_mask_id(model) -> int:
+    """``mask_id`` of a model, looking through a DDP wrapper."""
+    return getattr(model, "module", model).mask_id
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up then cosine decay to ``min_lr_ratio · lr``."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "tok" not in n and n != "pos"]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "tok" not in n and n != "pos")]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+
+
+def _dist() -> tuple[int, int]:
+    """(rank, world size); starts the gloo process group under torchrun."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return (dist.get_rank(), world) if world > 1 else (0, 1)
+
+
+def train(
+    task: TrainTask,
+    cfg: TrainConfig,
+    out: str | os.PathLike,
+    model_cfg: ModelConfig | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> TransformerDenoiser:
+    """Train ``task``'s model into run directory ``out``; returns the trained model.
+
+    ``out`` receives ``checkpoint.pt`` (resumable), ``log.jsonl`` (validation curve) and
+    ``model/`` (the latest exported safetensors model).
+    """
+    rank, world = _dist()
+    out = Path(out)
+    ckpt_path = out / CHECKPOINT
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    torch.manual_seed(cfg.seed)
+    state = None
+    if resume:
+        if not ckpt_path.is_file():
+            raise UnmaskError(f"{ckpt_path}: nothing to resume")
+        state = torch.load(ckpt_path, weights_only=False)
+        changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v)
+        changed = [k for k in changed if k not in RESUMABLE_CHANGES]
+        if changed:
+            raise UnmaskError(f"{ckpt_path}: --resume with different training settings {changed}")
+        model_cfg = ModelConfig(**state["model_config"])
+        if rank == 0:
+            _truncate_log(out / LOG, state["step"])
+    elif ckpt_path.exists():
+        raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
+    model = task.model(model_cfg)
+    opt = _optimizer(model, cfg)
+    gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
+    step, elapsed = 0, 0.0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generators"][rank])
+        step, elapsed = state["step"], state["elapsed"]
+    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+    bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc=f"train {task.name}")
+    start = time.time() - elapsed
+    while step < cfg.steps:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        x0, maskable = task.sample(gen, cfg.batch_size)
+        net.train()
+        loss = mdm_loss(net, x0, maskable, cfg, gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            _validate(task, model, out, step, time.time() - start, loss.item(), rank, world)
+        if step % cfg.ckpt_every == 0 or step == cfg.steps:
+            _checkpoint(model, opt, gen, cfg, out, step, time.time() - start, rank, world)
+    bar.close()
+    return model.eval()
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Drop log records past ``step`` (written after the checkpoint a resume starts from)."""
+    if path.is_file():
+        keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        atomic_write(path, lambda p: Path(p).write_text("".join(k + "\n" for k in keep)))
+
+
+def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, rank: int, world: int) -> None:
+    """Rank 0 validates, exports ``model/`` and appends to the log; the others wait."""
+    if rank == 0:
+        model.eval()
+        record = {"step": step, "minutes": round(elapsed / 60, 2), "train_loss": round(loss, 5), **task.validate(model)}
+        save_model(model, out / "model", {"train": record})
+        with open(out / LOG, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        tqdm.write(json.dumps(record))
+    if world > 1:
+        dist.barrier()
+
+
+def _checkpoint(model, opt, gen, cfg: TrainConfig, out: Path, step: int, elapsed: float, rank: int, world: int) -> None:
+    """Write everything needed to resume, atomically (rank 0 writes every rank's generator)."""
+    gens = [gen.get_state()]
+    if world > 1:
+        gens = [None] * world
+        dist.all_gather_object(gens, gen.get_state())
+    if rank == 0:
+        state = {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "generators": gens,
+            "step": step,
+            "elapsed": elapsed,
+            "train_config": asdict(cfg),
+            "model_config": asdict(model.cfg),
+        }
+        atomic_write(out / CHECKPOINT, lambda p: torch.save(state, p))
+    if world > 1:
+        dist.barrier()
