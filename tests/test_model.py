@@ -1,0 +1,87 @@
+"""Transformer denoiser: interface, save/load round trip, refusal of mismatched or corrupt files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from unmask.denoiser import Denoiser
+from unmask.errors import UnmaskError
+from unmask.model import CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, load_model, save_model
+from unmask.tasks.sudoku.task import default_model_config
+from unmask.tasks.sudoku.data import POSITION_FEATURES
+
+
+def small_sudoku_model() -> TransformerDenoiser:
+    cfg = default_model_config()
+    cfg.d_model, cfg.n_layers, cfg.d_ff, cfg.n_heads = 16, 1, 32, 2
+    torch.manual_seed(0)
+    return TransformerDenoiser(cfg, POSITION_FEATURES).eval()
+
+
+def test_interface_shapes():
+    model = small_sudoku_model()
+    assert isinstance(model, Denoiser)
+    out = model(torch.full((3, 81), model.mask_id))
+    assert out.logits.shape == (3, 81, 9) and out.hidden.shape == (3, 81, 16)
+
+
+def test_position_features_matter():
+    model = small_sudoku_model()
+    x = torch.full((1, 81), model.mask_id)
+    base = model(x).logits
+    with torch.no_grad():
+        model.feats[2].weight.add_(1.0)  # change the box embeddings only
+    assert not torch.allclose(base, model(x).logits)
+
+
+def test_round_trip(tmp_path):
+    model = small_sudoku_model()
+    save_model(model, tmp_path / "m", {"note": "x"})
+    loaded = load_model(tmp_path / "m", task="sudoku")
+    x = torch.randint(0, 10, (4, 81))
+    assert torch.equal(model(x).logits, loaded(x).logits)
+    assert loaded.cfg == model.cfg
+    assert torch.equal(loaded.position_ids, POSITION_FEATURES)
+
+
+def test_refuses_bad_directories(tmp_path):
+    model = small_sudoku_model()
+    d = tmp_path / "m"
+    save_model(model, d)
+    with pytest.raises(UnmaskError, match="not a model directory"):
+        load_model(tmp_path / "nothing")
+    with pytest.raises(UnmaskError, match="trained for task 'sudoku'"):
+        load_model(d, task="maths")
+
+    weights = (d / WEIGHTS_FILE).read_bytes()
+    (d / WEIGHTS_FILE).write_bytes(weights[: len(weights) // 2])
+    with pytest.raises(UnmaskError, match="corrupt weights"):
+        load_model(d)
+    (d / WEIGHTS_FILE).write_bytes(weights)
+
+    meta = json.loads((d / CONFIG_FILE).read_text())
+    meta["config"]["d_model"] = 32
+    (d / CONFIG_FILE).write_text(json.dumps(meta))
+    with pytest.raises(UnmaskError, match="do not match"):
+        load_model(d)
+
+    meta["config"]["d_model"] = 16
+    meta["config"]["colour"] = "red"
+    (d / CONFIG_FILE).write_text(json.dumps(meta))
+    with pytest.raises(UnmaskError, match="unknown config keys"):
+        load_model(d)
+
+    (d / CONFIG_FILE).write_text("{not json")
+    with pytest.raises(UnmaskError, match="corrupt JSON"):
+        load_model(d)
+
+
+def test_config_validation():
+    with pytest.raises(UnmaskError, match="divisible"):
+        ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=30, n_heads=4)
+    model = TransformerDenoiser(ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=16, n_heads=2))
+    with pytest.raises(UnmaskError, match="length 8"):
+        model(torch.zeros(1, 9, dtype=torch.long))

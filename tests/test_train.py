@@ -1,0 +1,120 @@
+"""MDM training: the loss drops, a resumed run equals an uninterrupted one, DDP runs under torchrun."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from unmask.errors import UnmaskError
+from unmask.model import ModelConfig, TransformerDenoiser, load_model
+from unmask.train import CHECKPOINT, TrainConfig, lr_at, mask_batch, mdm_loss, train
+
+
+@dataclass
+class ConstantTask:
+    """Sequences of one repeated random value: any visible token reveals all masked ones."""
+
+    name: str = "constant"
+    interrupt_at: int | None = None  # raise KeyboardInterrupt on this call of sample()
+    calls: int = 0
+
+    def model(self, cfg):
+        cfg = cfg or ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=32, n_layers=2, n_heads=2, d_ff=64)
+        return TransformerDenoiser(cfg)
+
+    def sample(self, gen, n):
+        self.calls += 1
+        if self.interrupt_at == self.calls:
+            raise KeyboardInterrupt
+        v = torch.randint(4, (n, 1), generator=gen)
+        return v.expand(n, 8).clone(), torch.ones(n, 8, dtype=torch.bool)
+
+    def validate(self, model):
+        return {"params": model.num_parameters()}
+
+
+def held_out_loss(model, cfg: TrainConfig) -> float:
+    gen = torch.Generator().manual_seed(123)
+    x0, maskable = ConstantTask().sample(gen, 512)
+    with torch.no_grad():
+        return float(mdm_loss(model.eval(), x0, maskable, cfg, gen))
+
+
+def test_loss_drops(tmp_path):
+    cfg = TrainConfig(steps=80, batch_size=32, lr=3e-3, warmup=10, eval_every=80, ckpt_every=80, bf16=False)
+    task = ConstantTask()
+    before = held_out_loss(task.model(None), cfg)
+    model = train(task, cfg, tmp_path / "run", progress=False)
+    after = held_out_loss(model, cfg)
+    assert before > 1.2  # ≈ ln 4 for an untrained model
+    assert after < 0.5 * before
+    assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
+    assert load_model(tmp_path / "run" / "model").num_parameters() == model.num_parameters()
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    cfg = TrainConfig(steps=12, batch_size=8, warmup=2, eval_every=6, ckpt_every=3, bf16=False)
+    full = train(ConstantTask(), cfg, tmp_path / "a", progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        train(ConstantTask(interrupt_at=8), cfg, tmp_path / "b", progress=False)  # dies in step 8
+    assert torch.load(tmp_path / "b" / CHECKPOINT, weights_only=False)["step"] == 6
+    resumed = train(ConstantTask(), cfg, tmp_path / "b", resume=True, progress=False)
+    for (name, p), q in zip(full.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(p, q), name
+    log_a = (tmp_path / "a" / "log.jsonl").read_text().splitlines()
+    log_b = (tmp_path / "b" / "log.jsonl").read_text().splitlines()
+    assert [len(log_a), len(log_b)] == [2, 2]
+
+
+def test_refuses_to_overwrite_or_resume_wrongly(tmp_path):
+    cfg = TrainConfig(steps=2, batch_size=4, warmup=1, bf16=False)
+    train(ConstantTask(), cfg, tmp_path / "r", progress=False)
+    with pytest.raises(UnmaskError, match="already holds a run"):
+        train(ConstantTask(), cfg, tmp_path / "r", progress=False)
+    with pytest.raises(UnmaskError, match="different training settings"):
+        train(ConstantTask(), TrainConfig(steps=4, batch_size=4, warmup=1, lr=1.0, bf16=False), tmp_path / "r", resume=True, progress=False)
+    with pytest.raises(UnmaskError, match="nothing to resume"):
+        train(ConstantTask(), cfg, tmp_path / "none", resume=True, progress=False)
+
+
+def test_masking_and_schedule():
+    cfg = TrainConfig(steps=100, warmup=10, mask_min=0.2, mask_max=0.6)
+    gen = torch.Generator().manual_seed(0)
+    x0 = torch.zeros(2000, 50, dtype=torch.long)
+    maskable = torch.ones_like(x0, dtype=torch.bool)
+    maskable[:, :10] = False
+    xt, masked, t = mask_batch(x0, maskable, 7, cfg, gen)
+    assert not masked[:, :10].any() and masked.any(1).all()
+    assert torch.equal(xt == 7, masked)
+    assert 0.2 <= float(t.min()) and float(t.max()) <= 0.6
+    rate = masked[:, 10:].float().mean(1)
+    assert abs(float((rate - t).mean())) < 0.01
+    assert lr_at(0, cfg) == pytest.approx(cfg.lr / 10)
+    assert lr_at(10, cfg) == pytest.approx(cfg.lr)
+    assert lr_at(100, cfg) == pytest.approx(cfg.lr * cfg.min_lr_ratio)
+
+
+def test_ddp_two_processes(tmp_path):
+    """``torchrun --nproc_per_node 2`` (gloo on CPU) trains and checkpoints both ranks' streams."""
+    from unmask.tasks.sudoku.data import write_puzzles
+    from unmask.tasks.sudoku.generate import generate
+
+    write_puzzles(tmp_path / "p.csv", generate("kaggle", 8, 0, progress=False))
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "unmask.cli", "train", "sudoku", "--data", str(tmp_path / "p.csv"), "--val", str(tmp_path / "p.csv"),
+           "--val-n", "2", "--out", str(out), "--steps", "4", "--batch-size", "4", "--warmup", "1",
+           "--eval-every", "4", "--ckpt-every", "2", "--d-model", "16", "--n-layers", "1", "--n-heads", "2",
+           "--d-ff", "32", "--no-bf16"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    state = torch.load(out / CHECKPOINT, weights_only=False)
+    assert state["step"] == 4 and len(state["generators"]) == 2
+    assert not torch.equal(state["generators"][0], state["generators"][1])
+    assert (out / "model" / "model.safetensors").is_file()
