@@ -69,6 +69,21 @@ def _sudoku_eval(args: argparse.Namespace) -> None:
               f"{m['puzzles_per_s']:.1f} puzzles/s")
 
 
+def _sudoku_demo(args: argparse.Namespace) -> None:
+    from unmask.eval import markdown_table
+    from unmask.model import load_model
+    from unmask.tasks.sudoku.generate import generate
+    from unmask.tasks.sudoku.task import DEMO_POLICIES, compare
+
+    model = load_model(args.model, task="sudoku")
+    print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
+    sets = {f"{kind} ({args.n})": generate(kind, args.n, args.seed) for kind in ("kaggle", "hard")}
+    rows = compare(model, sets, args.policies or DEMO_POLICIES)
+    for r in rows:
+        r["accuracy %"] = 100 * r["accuracy"]
+    print(markdown_table(rows, ["set", "policy", "mean_nfe", "accuracy %", "puzzles_per_s"]))
+
+
 def _train_sudoku(args: argparse.Namespace) -> None:
     from unmask.model import ModelConfig
     from unmask.tasks.sudoku.data import read_puzzles
@@ -116,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_sudoku_eval)
+
+    dm = ss.add_parser("demo", help="fresh puzzles, every baseline policy, one table (forward passes vs accuracy)")
+    dm.add_argument("--n", type=int, default=100, help="puzzles of each kind (kaggle-density and hard)")
+    dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh puzzles")
+    dm.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="model directory (default: the shipped model)")
+    dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: one of each baseline)")
+    dm.set_defaults(run=_sudoku_demo)
 
     t = sub.add_parser("train", help="train a masked diffusion model")
     ts = t.add_subparsers(dest="task", required=True)

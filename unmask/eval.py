@@ -39,3 +39,16 @@ def decode_all(
     seconds = time.perf_counter() - start
     result = DecodeResult(*(torch.cat([getattr(p, f) for p in parts]) for f in ("tokens", "nfe", "reveal_step")))
     return Run(result, seconds)
+
+
+def markdown_table(rows: list[dict], columns: list[str]) -> str:
+    """A Markdown table of ``rows`` restricted to ``columns`` (floats to 3 significant places)."""
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+        return "" if v is None else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)

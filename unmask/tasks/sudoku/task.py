@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from unmask.decode import Policy, TokenRule
+from tqdm import tqdm
+
+from unmask.decode import Policy, TokenRule, parse_policy, policy_spec
 from unmask.decode.sequential import Sequential
 from unmask.denoiser import Denoiser
 from unmask.eval import decode_all
@@ -46,6 +48,22 @@ def evaluate(
         "seconds": round(run.seconds, 3),
         "puzzles_per_s": round(len(data) / max(run.seconds, 1e-9), 2),
     }
+
+
+# The demo's and the benchmark's policies: the baselines under one accounting.
+DEMO_POLICIES = ["sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10", "margin:steps=10", "eb:gamma=0.1", "threshold:tau=0.9"]
+
+
+def compare(
+    denoiser: Denoiser, sets: dict[str, SudokuSet], specs: list[str], batch_size: int = 250, progress: bool = True
+) -> list[dict]:
+    """Evaluate every policy spec on every puzzle set; one row per (set, policy)."""
+    rows = []
+    for set_name, data in sets.items():
+        for spec in tqdm(specs, desc=set_name, disable=not progress, unit="policy"):
+            policy = parse_policy(spec)
+            rows.append({"set": set_name, "policy": policy_spec(policy), **evaluate(denoiser, data, policy, batch_size=batch_size)})
+    return rows
 
 
 @dataclass

@@ -1,0 +1,81 @@
+"""Forward passes vs exact-match accuracy of every baseline policy on both Sudoku test sets.
+
+    python benchmarks/sudoku_policies.py                 # shipped model, 1,000 + 1,000 puzzles
+    python benchmarks/sudoku_policies.py --n 100         # quicker
+
+Writes ``benchmarks/results/sudoku_policies.{json,md}``. The test sets are the project's standard
+ones (``unmask sudoku generate --standard``); they are generated here if missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from unmask.cli import DEFAULT_SUDOKU_MODEL
+from unmask.eval import markdown_table
+from unmask.model import load_model, read_config
+from unmask.tasks.sudoku.data import SudokuSet, read_puzzles, write_puzzles
+from unmask.tasks.sudoku.generate import STANDARD_SETS, generate
+from unmask.tasks.sudoku.task import compare
+
+POLICIES = [
+    "sequential", "sequential:metric=top_prob", "sequential:metric=margin",
+    "topk:k=3", "topk:k=5", "topk:k=7",
+    "random:steps=10", "random:steps=20",
+    "top_prob:steps=10", "top_prob:steps=20",
+    "margin:steps=10", "margin:steps=20",
+    "eb:gamma=0.01", "eb:gamma=0.1", "eb:gamma=0.5",
+    "threshold:tau=0.9", "threshold:tau=0.7",
+]
+# Shah et al. (seed 000): 4.2M-parameter model, 1,000 test puzzles from the Kaggle 1M set.
+REFERENCE = [
+    {"set": "reference (paper)", "policy": "sequential", "mean_nfe": 53.9, "accuracy %": 61.6},
+    {"set": "reference (paper)", "policy": "naive parallel k=7", "mean_nfe": 9.0, "accuracy %": 36.8},
+]
+
+
+def load_set(data_dir: Path, name: str, n: int) -> SudokuSet:
+    path = data_dir / f"{name}.csv"
+    if not path.is_file():
+        preset, size, seed = STANDARD_SETS[name]
+        write_puzzles(path, generate(preset, size, seed, workers=2))
+    data = read_puzzles(path)
+    return SudokuSet(data.quizzes[:n], data.solutions[:n])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL))
+    p.add_argument("--data-dir", default="data/sudoku", type=Path)
+    p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
+    p.add_argument("--policies", nargs="+", default=POLICIES)
+    p.add_argument("--out", default="benchmarks/results", type=Path)
+    args = p.parse_args()
+
+    torch.set_num_threads(2)
+    model = load_model(args.model, task="sudoku")
+    sets = {name: load_set(args.data_dir, name, args.n) for name in ("test-kaggle", "test-hard")}
+    start = time.time()
+    rows = compare(model, sets, args.policies)
+    for r in rows:
+        r["accuracy %"] = round(100 * r["accuracy"], 1)
+    meta = {
+        "model": args.model, "parameters": model.num_parameters(), "train": read_config(args.model).get("train"),
+        "n": args.n, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(), "minutes": round((time.time() - start) / 60, 1),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "sudoku_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
+    table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "seconds"])
+    (args.out / "sudoku_policies.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

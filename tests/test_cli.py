@@ -1,0 +1,93 @@
+"""The ``unmask`` command: output formats, and one clear line with exit code 2 for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from unmask.cli import DEFAULT_SUDOKU_MODEL, main
+from unmask.model import save_model
+from unmask.tasks.sudoku.data import read_puzzles
+
+from test_model import small_sudoku_model
+
+
+@pytest.fixture
+def files(tmp_path):
+    model_dir = tmp_path / "model"
+    save_model(small_sudoku_model(), model_dir)
+    puzzles = tmp_path / "p.csv"
+    assert main(["sudoku", "generate", "--n", "6", "--seed", "3", "--out", str(puzzles)]) == 0
+    return model_dir, puzzles
+
+
+def test_generate_writes_a_readable_set(files):
+    _, puzzles = files
+    data = read_puzzles(puzzles)
+    assert len(data) == 6 and data.solutions is not None
+
+
+def test_eval_json(files, capsys):
+    model_dir, puzzles = files
+    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), "--policy", "topk:k=7", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"accuracy", "mean_nfe", "n", "policy", "puzzles_per_s"} <= set(out)
+    assert out["n"] == 6 and out["policy"] == "topk:k=7,metric=entropy"
+    blanks = (read_puzzles(puzzles).quizzes == 0).sum(1)
+    assert out["mean_nfe"] == pytest.approx(((blanks + 6) // 7).mean())
+
+
+def test_eval_text(files, capsys):
+    model_dir, puzzles = files
+    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir)]) == 0
+    assert "accuracy" in capsys.readouterr().out
+
+
+BAD = [
+    (["--policy", "nope"], "unknown policy 'nope'"),
+    (["--policy", "topk:k=seven"], "k='seven' is not a valid int"),
+    (["--policy", "topk:q=1"], "bad argument 'q=1'"),
+    (["--policy", "eb:gamma=-1"], "gamma must be >= 0"),
+    (["--policy", "sequential:metric=vibes"], "unknown confidence metric"),
+    (["--temperature", "-1"], "temperature must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("extra,message", BAD)
+def test_bad_specs_exit_2_with_one_line(files, capsys, extra, message):
+    model_dir, puzzles = files
+    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("unmask: error:")
+
+
+def test_bad_files_exit_2(files, tmp_path, capsys):
+    model_dir, puzzles = files
+    cases = {
+        "missing.csv": None,
+        "short.csv": "quizzes,solutions\n123,456\n",
+        "clash.csv": "quizzes\n" + "11" + "0" * 79 + "\n",
+        "header.csv": "puzzle\n" + "0" * 81 + "\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        assert main(["sudoku", "eval", "--puzzles", str(path), "--model", str(model_dir)]) == 2, name
+        assert capsys.readouterr().err.count("\n") == 1
+    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(tmp_path)]) == 2
+    assert "not a model directory" in capsys.readouterr().err
+
+
+def test_console_script_has_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "unmask.cli", "sudoku", "eval", "--puzzles", str(tmp_path / "x.csv")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"unmask: error: {tmp_path / 'x.csv'}: no such file"]
+
+
+def test_shipped_model_is_the_default():
+    assert (DEFAULT_SUDOKU_MODEL / "model.safetensors").is_file(), "the shipped Sudoku model is missing"
