@@ -47,7 +47,7 @@ class JointDenoiser:
         total = w.sum(1)  # (B,)
         if (total <= 0).any():
             raise UnmaskError("context has probability 0 under the joint")
-        logits = (marg / total[:, None, None]).log().clamp_min(_NEG).float()
+        logits = (marg / total[:, None, None]).log().clamp_min(_NEG)  # float64: exact to ~1e-15
         hidden = torch.nn.functional.one_hot(tokens, self.vocab_size + 1).float()
         return DenoiserOutput(logits, hidden)
 
