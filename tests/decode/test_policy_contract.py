@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from unmask.decode import POLICIES, TokenRule, decode, parse_policy
+from unmask.decode import POLICIES, TokenRule, attach, decode, parse_policy
+from unmask.mi.estimator import HeadConfig, MIHead
 from unmask.decode.registry import policy_spec
 
 from conftest import random_joint, tiny_model
@@ -19,12 +20,20 @@ EXAMPLES = {
     "margin": ["margin:steps=2", "margin:steps=6"],
     "eb": ["eb:gamma=0", "eb:gamma=0.5", "eb:gamma=2,metric=top_prob"],
     "threshold": ["threshold:tau=0.9", "threshold:tau=0.5", "threshold:tau=1"],
+    "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
+    "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
 }
 SPECS = [s for specs in EXAMPLES.values() for s in specs]
 
 
 def test_every_registered_policy_is_under_contract():
     assert set(EXAMPLES) == set(POLICIES)
+
+
+def build(spec: str, denoiser, d_hidden: int):
+    """The policy of ``spec`` with the objects it needs (a random MI head, the denoiser to probe)."""
+    torch.manual_seed(0)
+    return attach(parse_policy(spec), denoiser=denoiser, head=MIHead(HeadConfig(d_hidden)))
 
 
 def masked_batch(b: int, n: int, vocab: int, seed: int = 0) -> torch.Tensor:
@@ -42,7 +51,7 @@ def masked_batch(b: int, n: int, vocab: int, seed: int = 0) -> torch.Tensor:
 def test_contract_on_transformer(spec: str, temperature: float):
     model = tiny_model()
     tokens = masked_batch(12, 16, model.vocab_size)
-    policy = parse_policy(spec)
+    policy = build(spec, model, model.cfg.d_model)
     rule = TokenRule(temperature)
     res = decode(model, tokens, policy, rule, seeds=torch.arange(12) + 7)
     masked = tokens == model.mask_id
@@ -69,7 +78,7 @@ def test_contract_on_transformer(spec: str, temperature: float):
 @pytest.mark.parametrize("spec", SPECS)
 def test_contract_on_oracle(spec: str, oracle):
     tokens = masked_batch(20, oracle.seq_len, oracle.vocab_size, seed=1)
-    res = decode(oracle, tokens, parse_policy(spec))
+    res = decode(oracle, tokens, build(spec, oracle, oracle.vocab_size + 1))
     masked = tokens == oracle.mask_id
     assert not (res.tokens == oracle.mask_id).any()
     assert torch.equal(res.tokens[~masked], tokens[~masked])

@@ -39,7 +39,7 @@ def parse_policy(spec: str):
     if name not in POLICIES:
         raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
     cls = POLICIES[name]
-    keys = [f.name for f in dataclasses.fields(cls)]
+    keys = spec_fields(cls)
     kwargs = {}
     for item in filter(None, (a.strip() for a in args.split(","))):
         key, eq, value = item.partition("=")
@@ -50,7 +50,22 @@ def parse_policy(spec: str):
     return cls(**kwargs)
 
 
+def spec_fields(cls) -> list[str]:
+    """Fields settable from a spec; objects such as an MI head (``metadata={"spec": False}``) are not."""
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("spec", True)]
+
+
 def policy_spec(policy) -> str:
     """The canonical spec string of a policy (inverse of :func:`parse_policy`)."""
-    args = ",".join(f"{f.name}={getattr(policy, f.name)}" for f in dataclasses.fields(policy))
+    args = ",".join(f"{k}={getattr(policy, k)}" for k in spec_fields(policy))
     return f"{policy.spec_name}:{args}" if args else policy.spec_name
+
+
+def attach(policy, **objects):
+    """Fill a policy's unset object fields (e.g. ``denoiser=``, ``head=``) from ``objects``.
+
+    Specs carry numbers only; a CLI or benchmark attaches the objects a policy needs this way.
+    """
+    names = {f.name for f in dataclasses.fields(policy) if not f.metadata.get("spec", True)}
+    given = {k: v for k, v in objects.items() if k in names and getattr(policy, k) is None and v is not None}
+    return dataclasses.replace(policy, **given) if given else policy

@@ -1,0 +1,76 @@
+"""MI-guided decoding: the budget rule, its λ = 0 limit, and what the MI term buys on an oracle."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from unmask.decode import TokenRule, attach, decode, parse_policy
+from unmask.decode.mi_guided import mi_greedy
+from unmask.errors import UnmaskError
+from unmask.oracle import JointDenoiser
+
+from conftest import tiny_model
+from test_policies import empirical_tv
+
+
+def entropy_budget(h: list[float], gamma: float) -> set[int]:
+    """Reference: sorted by entropy, keep taking while the running sum fits γ (the first always)."""
+    order = sorted(range(len(h)), key=lambda i: (h[i], i))
+    taken, spent = {order[0]}, h[order[0]]
+    for i in order[1:]:
+        if spent + h[i] > gamma:
+            break
+        taken.add(i)
+        spent += h[i]
+    return taken
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lambda_zero_is_an_entropy_budget(seed):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.rand(1, 12, generator=g) * 0.4
+    masked = torch.rand(1, 12, generator=g) < 0.8
+    masked[0, 3] = True
+    gamma = float(torch.rand(1, generator=g))
+    got = set(mi_greedy(h, masked, None, gamma, 0.0)[0].nonzero().squeeze(1).tolist())
+    idx = masked[0].nonzero().squeeze(1).tolist()
+    want = {idx[k] for k in entropy_budget([float(h[0, i]) for i in idx], gamma)}
+    assert got == want
+
+
+def test_mi_defers_dependent_positions():
+    h = torch.tensor([[0.01, 0.02, 0.03, 0.04]])
+    masked = torch.ones(1, 4, dtype=torch.bool)
+    mi = torch.zeros(1, 4, 4)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5  # 1 depends on 0; 2 and 3 are independent of everything
+    assert mi_greedy(h, masked, mi, 1.0, 0.0)[0].tolist() == [True] * 4
+    assert mi_greedy(h, masked, mi, 1.0, 5.0)[0].tolist() == [True, False, True, True]
+    # Every taken token pays its own entropy: γ = 0.05 admits 0 (0.01) + 1 (0.02), not 2 (0.03).
+    assert mi_greedy(h, masked, mi, 0.05, 0.0)[0].tolist() == [True, True, False, False]
+    # Unlike EB's Σ H − max H, the least certain token is not let in for free.
+    eb = parse_policy("eb:gamma=0.03")
+    assert eb.gamma == 0.03
+
+
+def test_exact_mi_policy_keeps_a_copied_pair_apart():
+    # X1 = X2 uniform, X3 independent uniform: λ = 0 reveals everything at once and breaks the copy.
+    p = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        p[x, x, :] = 1 / 9
+    oracle = JointDenoiser(p)
+    assert empirical_tv(oracle, "mi:gamma=10,lam=0", n=2000) > 0.4
+    policy = attach(parse_policy("mi_exact:gamma=10,lam=10"), denoiser=oracle)
+    tokens = torch.full((2000, 3), oracle.mask_id)
+    out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(2000))
+    assert (out.tokens[:, 0] == out.tokens[:, 1]).all()
+    assert (out.nfe == 2).all()  # X1 with X3, then X2
+    # Step 1 probes 3 positions × 3 values; step 2 probes X2 alone, whose one possible value is known.
+    assert policy.counter.passes == 2000 * (3 * 3 + 1)
+
+
+def test_mi_needs_its_head():
+    model = tiny_model()
+    with pytest.raises(UnmaskError, match="needs an MI estimator head"):
+        decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=1"))
+    decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=0"))  # λ = 0 needs none

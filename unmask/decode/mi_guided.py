@@ -1,0 +1,104 @@
+"""MI-guided parallel decoding (seed 000): reveal many tokens at once, but not dependent ones.
+
+Sort masked positions by entropy; always take the lowest; then scan the rest in order and take
+position i if  H_i + λ · Σ_{j already taken} Î_ij  fits the remaining budget γ, charging it
+against the budget; positions that do not fit wait for a later step. Every taken token pays its
+own entropy — unlike EB-Sampler's Σ H − max H, which lets the least confident token in for free.
+With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
+
+``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
+step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and counts those probe
+passes separately from model NFE — an oracle for analysis, not a fast decoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from unmask.decode.registry import register
+from unmask.decode.scores import entropy
+from unmask.decode.state import DecodeState
+from unmask.errors import UnmaskError
+
+
+def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float) -> torch.Tensor:
+    """``(B, L)`` bool reveal set of the greedy entropy + λ·MI budget rule.
+
+    Args:
+        h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0).
+    """
+    b = h.shape[0]
+    rows = torch.arange(b)
+    order = h.masked_fill(~masked, float("inf")).argsort(dim=1, stable=True)  # (B, L) most certain first
+    taken = torch.zeros_like(masked)
+    budget = torch.full((b,), float(gamma), dtype=h.dtype)
+    for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
+        i = order[:, k]  # (B,) k-th candidate of each row
+        cost = h[rows, i]
+        if lam != 0:
+            cost = cost + lam * (mi[rows, i] * taken).sum(1)
+        take = masked[rows, i] & ((k == 0) | (cost <= budget))
+        taken[rows, i] = take
+        budget = budget - cost * take
+    return taken
+
+
+def _check(gamma: float, lam: float) -> None:
+    if gamma < 0 or lam < 0:
+        raise UnmaskError(f"mi: gamma and lam must be >= 0, got gamma={gamma}, lam={lam}")
+
+
+@register("mi")
+@dataclass(frozen=True)
+class MIGuided:
+    """Greedy entropy + λ·Î budget with Î from a learned MI head on the hidden states."""
+
+    gamma: float = 0.05  # γ: budget in nats per step (entropy + λ·MI of each taken token)
+    lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken this step
+    head: object = field(default=None, compare=False, repr=False, metadata={"spec": False})  # MI head: hidden (B,L,D) → (B,L,L)
+
+    def __post_init__(self) -> None:
+        _check(self.gamma, self.lam)
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        h = entropy(state.probs)  # (B, L)
+        mi = None
+        if self.lam != 0:
+            if self.head is None:
+                raise UnmaskError("mi: lam > 0 needs an MI estimator head (train one with `unmask mi train`)")
+            with torch.no_grad():
+                mi = self.head(state.hidden.float())  # (B, L, L)
+        return mi_greedy(h, state.masked, mi, self.gamma, self.lam)
+
+
+@dataclass
+class ProbeCounter:
+    """Forward passes spent on exact-MI probing (kept apart from model NFE)."""
+
+    passes: int = 0
+
+
+@register("mi_exact")
+@dataclass(frozen=True)
+class MIExact:
+    """The same rule with exact MI from probing the denoiser: an oracle for analysis."""
+
+    gamma: float = 0.05  # γ: budget in nats per step
+    lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
+    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    denoiser: object = field(default=None, compare=False, repr=False, metadata={"spec": False})  # the model to probe
+    counter: ProbeCounter = field(default_factory=ProbeCounter, compare=False, repr=False, metadata={"spec": False})
+
+    def __post_init__(self) -> None:
+        _check(self.gamma, self.lam)
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        from unmask.mi.exact import exact_mi
+
+        if self.denoiser is None:
+            raise UnmaskError("mi_exact needs the denoiser to probe")
+        res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
+        self.counter.passes += int(res.passes.sum()) - len(res.passes)  # the base pass is the loop's own
+        return mi_greedy(entropy(state.probs), state.masked, res.symmetric.float(), self.gamma, self.lam)
