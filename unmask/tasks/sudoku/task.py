@@ -55,14 +55,21 @@ DEMO_POLICIES = ["sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10
 
 
 def compare(
-    denoiser: Denoiser, sets: dict[str, SudokuSet], specs: list[str], batch_size: int = 250, progress: bool = True
+    denoiser: Denoiser, sets: dict[str, SudokuSet], policies: list, batch_size: int = 250, progress: bool = True
 ) -> list[dict]:
-    """Evaluate every policy spec on every puzzle set; one row per (set, policy)."""
+    """Evaluate every policy (object or spec string) on every puzzle set; one row per (set, policy).
+
+    Probe passes of an exact-MI policy are reported apart from NFE (``probe_passes``)."""
     rows = []
     for set_name, data in sets.items():
-        for spec in tqdm(specs, desc=set_name, disable=not progress, unit="policy"):
-            policy = parse_policy(spec)
-            rows.append({"set": set_name, "policy": policy_spec(policy), **evaluate(denoiser, data, policy, batch_size=batch_size)})
+        for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
+            policy = parse_policy(policy) if isinstance(policy, str) else policy
+            counter = getattr(policy, "counter", None)
+            before = counter.passes if counter is not None else 0
+            row = {"set": set_name, "policy": policy_spec(policy), **evaluate(denoiser, data, policy, batch_size=batch_size)}
+            if counter is not None:
+                row["probe_passes"] = (counter.passes - before) / len(data)
+            rows.append(row)
     return rows
 
 

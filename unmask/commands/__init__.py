@@ -1,0 +1,1 @@
+"""Sub-commands of the ``unmask`` CLI, one module per command group (each has ``add_parser``)."""

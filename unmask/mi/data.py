@@ -1,0 +1,119 @@
+"""Training data for the MI estimator: states along real decoding trajectories, with exact MI rows.
+
+Each shard decodes a slice of prompts with the base model, picks one state per trajectory at a
+uniformly random step (so every mask ratio the decoder visits is represented), chooses a random
+subset of masked rows, and stores the exact MI of those rows (:func:`unmask.mi.exact_mi`).
+Shard k depends only on (seed, k): a build killed half way resumes by skipping finished shards
+and ends byte-identical to an uninterrupted one; shards can be split over worker processes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from unmask.decode import decode, parse_policy
+from unmask.errors import UnmaskError
+from unmask.io import atomic_write
+from unmask.mi.exact import exact_mi
+
+
+@dataclass(frozen=True)
+class MIDataConfig:
+    """What states to collect."""
+
+    states: int = 2000  # states in total (one per decoded prompt)
+    shard_size: int = 100  # states per shard file
+    rows: int = 16  # MI rows per state (random masked positions; 0 = every masked position)
+    eps: float = 1e-3  # skip probe values with P < eps (error bound stored per row)
+    policy: str = "sequential"  # policy whose trajectories the states are taken from
+    seed: int = 0  # seeds prompt choice, state step and row choice of every shard
+
+    def __post_init__(self) -> None:
+        if self.states < 1 or self.shard_size < 1 or self.rows < 0:
+            raise UnmaskError("states and shard_size must be positive, rows >= 0")
+        parse_policy(self.policy)
+
+    @property
+    def shards(self) -> int:
+        return -(-self.states // self.shard_size)
+
+
+def shard_path(out: Path, k: int) -> Path:
+    return out / f"shard-{k:05d}.npz"
+
+
+def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> dict[str, np.ndarray]:
+    """States and exact MI rows of shard ``k`` (deterministic in ``cfg.seed`` and ``k``)."""
+    gen = torch.Generator().manual_seed(cfg.seed * 100_003 + k)
+    n = min(cfg.shard_size, cfg.states - k * cfg.shard_size)
+    idx = torch.randint(len(prompts), (n,), generator=gen)
+    start = prompts[idx]
+    traj = decode(denoiser, start, parse_policy(cfg.policy), seeds=idx)
+    step = (torch.rand(n, generator=gen) * traj.nfe).long()  # (n,) a step in [0, nfe)
+    masked = traj.reveal_step >= step[:, None]  # revealed at or after that step = still masked then
+    tokens = torch.where(masked, denoiser.mask_id, traj.tokens)
+    score = torch.rand(tokens.shape, generator=gen).masked_fill(~masked, -1.0)
+    rows = masked if cfg.rows == 0 else masked & (score.argsort(1, descending=True).argsort(1) < cfg.rows)
+    res = exact_mi(denoiser, tokens, rows=rows, eps=cfg.eps)
+    return {
+        "tokens": tokens.numpy().astype(np.int16),
+        "rows": res.rows.numpy(),
+        "mi": res.raw.numpy().astype(np.float32),
+        "entropy": res.entropy.numpy().astype(np.float32),
+        "bound": res.bound.numpy().astype(np.float32),
+        "passes": res.passes.numpy().astype(np.int32),
+    }
+
+
+def _write_shard(out: Path, k: int, arrays: dict[str, np.ndarray]) -> None:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    atomic_write(shard_path(out, k), lambda p: Path(p).write_bytes(buf.getvalue()))
+
+
+def _worker(load, prompts, cfg: MIDataConfig, out: Path, k: int) -> int:
+    torch.set_num_threads(1)
+    _write_shard(out, k, build_shard(load(), prompts, cfg, k))
+    return k
+
+
+def build_mi_data(load, prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1, progress: bool = True) -> int:
+    """Write every missing shard into ``out``; returns how many were built now.
+
+    Args:
+        load: a picklable callable returning the denoiser (each worker loads its own copy).
+        prompts: ``(N, L)`` starting states (e.g. puzzles) the trajectories start from.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [k for k in range(cfg.shards) if not shard_path(out, k).is_file()]
+    bar = tqdm(total=cfg.shards, initial=cfg.shards - len(todo), disable=not progress, desc="mi data", unit="shard")
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            for _ in pool.map(partial(_worker, load, prompts, cfg, out), todo):
+                bar.update(1)
+    else:
+        denoiser = load()
+        for k in todo:
+            _write_shard(out, k, build_shard(denoiser, prompts, cfg, k))
+            bar.update(1)
+    bar.close()
+    return len(todo)
+
+
+def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """All shards of a data directory, concatenated (in shard order)."""
+    files = sorted(Path(directory).glob("shard-*.npz"))
+    if not files:
+        raise UnmaskError(f"{directory}: no MI data shards (build them with `unmask mi data`)")
+    parts = [dict(np.load(f)) for f in files]
+    return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in parts[0]}

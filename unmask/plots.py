@@ -1,0 +1,80 @@
+"""PNG figures: MI maps and accuracy-vs-NFE Pareto plots (needs the ``plots`` extra: matplotlib)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from unmask.errors import UnmaskError
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UnmaskError("plots need matplotlib: pip install 'unmask[plots]'") from None
+    return plt
+
+
+def plot_mi_map(puzzle: np.ndarray, maps: dict[str, np.ndarray], cell: int, out: str | os.PathLike) -> None:
+    """For each named ``(81, 81)`` MI matrix: the full matrix, and the 9×9 board of MI with ``cell``.
+
+    ``puzzle`` ``(81,)`` (0 = blank) is drawn on the boards; ``cell`` is outlined.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, len(maps), figsize=(4.6 * len(maps), 9), squeeze=False)
+    r, c = divmod(cell, 9)
+    for col, (name, mi) in enumerate(maps.items()):
+        ax = axes[0, col]
+        im = ax.imshow(mi, cmap="magma")
+        ax.set_title(f"{name}: MI matrix (81×81)")
+        for k in range(0, 82, 9):
+            ax.axhline(k - 0.5, color="w", lw=0.3)
+            ax.axvline(k - 0.5, color="w", lw=0.3)
+        fig.colorbar(im, ax=ax, fraction=0.046, label="nats")
+        ax = axes[1, col]
+        board = mi[cell].reshape(9, 9).copy()
+        board[r, c] = np.nan
+        im = ax.imshow(board, cmap="viridis")
+        for k in range(0, 10, 3):
+            ax.axhline(k - 0.5, color="k", lw=2)
+            ax.axvline(k - 0.5, color="k", lw=2)
+        for i, v in enumerate(puzzle):
+            if v:
+                ax.text(i % 9, i // 9, str(int(v)), ha="center", va="center", color="w", fontsize=9)
+        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
+        ax.set_title(f"{name}: MI with cell (r{r + 1}, c{c + 1})")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        fig.colorbar(im, ax=ax, fraction=0.046, label="nats")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
+    """Mean NFE (log x) vs accuracy, one marker per row, grouped by ``row['set']`` and policy name."""
+    plt = _pyplot()
+    sets = sorted({r["set"] for r in rows})
+    fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
+    for ax, s in zip(axes[0], sets):
+        by_name: dict[str, list[dict]] = {}
+        for r in rows:
+            if r["set"] == s:
+                by_name.setdefault(r["policy"].split(":")[0], []).append(r)
+        for name, rs in by_name.items():
+            rs = sorted(rs, key=lambda r: r["mean_nfe"])
+            ax.plot([r["mean_nfe"] for r in rs], [r["accuracy %"] for r in rs], "o-", label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel("mean NFE (forward passes per puzzle)")
+        ax.set_ylabel("exact-match accuracy %")
+        ax.set_title(f"{title}: {s}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
