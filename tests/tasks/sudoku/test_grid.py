@@ -318,5 +318,9 @@ def test_generate_different_seeds_give_different_sets():
 def test_generate_rejects_bad_arguments():
     with pytest.raises(UnmaskError, match="unknown puzzle kind"):
         generate("medium", 2, seed=0, progress=False)
-    with pytest.raises(UnmaskError, match="at least one"):
+    with pytest.raises(UnmaskError, match="need 1 <= n"):
         generate("kaggle", 0, seed=0, progress=False)
+    with pytest.raises(UnmaskError, match="seed must be >= 0"):
+        generate("kaggle", 2, seed=-1, progress=False)
+    with pytest.raises(ValueError):
+        puzzle_rng(0, 1_000_003)  # would collide with (seed 1, index 0)

@@ -89,7 +89,7 @@ def read_puzzles(path: str | os.PathLike) -> SudokuSet:
     path = Path(path)
     if not path.is_file():
         raise UnmaskError(f"{path}: no such file")
-    quizzes, solutions = [], []
+    quizzes, solutions, lines = [], [], []
     with open(path, newline="") as f:
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]
@@ -101,6 +101,7 @@ def read_puzzles(path: str | os.PathLike) -> SudokuSet:
                 continue
             if len(row) != len(header):
                 raise UnmaskError(f"{path}:{line}: expected {len(header)} fields, got {len(row)}")
+            lines.append(line)
             try:
                 quizzes.append(parse_grid(row[0]))
                 if has_sol:
@@ -110,19 +111,21 @@ def read_puzzles(path: str | os.PathLike) -> SudokuSet:
     if not quizzes:
         raise UnmaskError(f"{path}: no puzzles")
     data = SudokuSet(np.stack(quizzes), np.stack(solutions) if has_sol else None)
-    _check(data, path)
+    _check(data, path, lines)
     return data
 
 
-def _check(data: SudokuSet, path: Path) -> None:
-    """Refuse clashing givens and solutions that are invalid or disagree with their puzzle."""
+def _check(data: SudokuSet, path: Path, lines: list[int]) -> None:
+    """Refuse clashing givens and solutions that are invalid or disagree with their puzzle.
+
+    ``lines``: the file line of each puzzle (blank lines are skipped when reading)."""
     clash = np.flatnonzero(givens_clash(data.quizzes))
     if clash.size:
-        raise UnmaskError(f"{path}:{clash[0] + 2}: the puzzle's givens repeat a digit in a row, column or box")
+        raise UnmaskError(f"{path}:{lines[clash[0]]}: the puzzle's givens repeat a digit in a row, column or box")
     if data.solutions is not None:
         bad = np.flatnonzero(~is_valid_solution(data.solutions, data.quizzes))
         if bad.size:
-            raise UnmaskError(f"{path}:{bad[0] + 2}: the solution is not a valid grid agreeing with the puzzle")
+            raise UnmaskError(f"{path}:{lines[bad[0]]}: the solution is not a valid grid agreeing with the puzzle")
 
 
 def write_puzzles(path: str | os.PathLike, data: SudokuSet) -> None:

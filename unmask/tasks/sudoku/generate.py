@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from unmask.errors import UnmaskError
 from unmask.tasks.sudoku.data import SudokuSet
-from unmask.tasks.sudoku.grid import PuzzleSpec, make_puzzle, puzzle_rng
+from unmask.tasks.sudoku.grid import MAX_SET_SIZE, PuzzleSpec, make_puzzle, puzzle_rng
 
 # Named puzzle kinds. "kaggle": 30–36 givens, the density of the Kaggle 1M set the reference paper
 # sampled its test puzzles from; "hard": minimal puzzles that naked + hidden singles cannot solve.
@@ -39,8 +39,10 @@ def generate(preset: str, n: int, seed: int, workers: int = 1, progress: bool = 
     """Draw ``n`` unique-solution puzzles of kind ``preset``; the same set for any ``workers``."""
     if preset not in PRESETS:
         raise UnmaskError(f"unknown puzzle kind {preset!r}; choose one of {', '.join(PRESETS)}")
-    if n < 1:
-        raise UnmaskError(f"need at least one puzzle, got n={n}")
+    if not 1 <= n <= MAX_SET_SIZE:
+        raise UnmaskError(f"need 1 <= n <= {MAX_SET_SIZE} puzzles, got n={n}")
+    if seed < 0:
+        raise UnmaskError(f"seed must be >= 0, got {seed}")
     job = partial(_one, PRESETS[preset], seed)
     bar = dict(total=n, desc=f"sudoku {preset}", disable=not progress, unit="puzzle")
     if workers > 1:

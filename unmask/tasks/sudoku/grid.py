@@ -1,8 +1,8 @@
 """Sudoku grids: a bitmask solver, a generator of unique-solution puzzles, and difficulty labels.
 
 A grid is a tuple/list of 81 ints in row-major order, 0 for a blank and 1..9 for a digit.
-Everything is deterministic given a seed: puzzle ``k`` of a set is drawn from its own
-``random.Random((seed, k))`` stream, so a set is the same whatever the number of workers.
+Everything is deterministic given a seed: puzzle ``k`` of a set is drawn from its own stream
+(:func:`puzzle_rng`), so a set is the same whatever the number of workers.
 
 Difficulty (the usual human-solver split):
   * easy — naked singles + hidden singles alone fill the grid;
@@ -213,6 +213,11 @@ def _forced(puzzle: list[int], i: int, d: int) -> bool:
     return (ALL & ~used) == 1 << (d - 1)
 
 
+MAX_SET_SIZE = 1_000_003  # puzzles per seed: streams of different (seed, index) pairs never coincide
+
+
 def puzzle_rng(seed: int, index: int) -> random.Random:
-    """The random stream of puzzle ``index`` in a set drawn with ``seed``."""
-    return random.Random(seed * 1_000_003 + index)
+    """The random stream of puzzle ``index`` (< MAX_SET_SIZE) in a set drawn with ``seed`` (>= 0)."""
+    if seed < 0 or not 0 <= index < MAX_SET_SIZE:
+        raise ValueError(f"need seed >= 0 and 0 <= index < {MAX_SET_SIZE}, got seed={seed}, index={index}")
+    return random.Random(seed * MAX_SET_SIZE + index)
