@@ -46,7 +46,7 @@ class MIHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         e = self.mlp(hidden)  # (B, N, r)
-        s = torch.einsum("bir,bjr,r->bij", e, e, self.weight) / math.sqrt(self.cfg.rank)  # (B, N, N)
+        s = torch.bmm(e * self.weight, e.transpose(1, 2)) / math.sqrt(self.cfg.rank)  # (B, N, N)
         return F.softplus(s + self.bias)
 
     def num_parameters(self) -> int:
