@@ -1,4 +1,5 @@
-"""Command line: ``unmask sudoku generate|eval|demo``, ``unmask train sudoku``, ``unmask mi data|train|map``.
+"""Command line: ``unmask sudoku generate|eval|demo``, ``unmask train sudoku|maths``, ``unmask mi data|train|map``,
+``unmask maths generate|eval``.
 
 User errors (bad files, specs, puzzles) print one line ``unmask: error: ...`` and exit with code 2.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from unmask.commands import mi, sudoku
+from unmask.commands import maths, mi, sudoku
 from unmask.commands.common import DEFAULT_SUDOKU_MODEL  # noqa: F401  (public: the shipped model)
 from unmask.errors import UnmaskError
 
@@ -21,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a masked diffusion model")
     tsub = train.add_subparsers(dest="task", required=True)
     sudoku.add_train_parser(tsub)
+    maths.add_train_parser(tsub)
     mi.add_parser(sub)
+    maths.add_parser(sub)
     return p
 
 

@@ -38,6 +38,7 @@ class ModelConfig:
     d_ff: int = 512  # hidden width of each MLP
     dropout: float = 0.0  # dropout on attention and MLP outputs (0 for small data-rich tasks)
     position_features: list[int] = field(default_factory=list)  # cardinality of each extra per-position id
+    prompt_len: int = 0  # leading positions that are always given (e.g. a question); the rest is generated
     task: str = ""  # name of the task the model was trained for (informative, checked by CLIs)
 
     def __post_init__(self) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 from unmask.errors import UnmaskError
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or a clear error if matplotlib is missing."""
     try:
         import matplotlib
 
@@ -25,7 +26,7 @@ def plot_mi_map(puzzle: np.ndarray, maps: dict[str, np.ndarray], cell: int, out:
 
     ``puzzle`` ``(81,)`` (0 = blank) is drawn on the boards; ``cell`` is outlined.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(2, len(maps), figsize=(4.6 * len(maps), 9), squeeze=False)
     r, c = divmod(cell, 9)
     for col, (name, mi) in enumerate(maps.items()):
@@ -58,7 +59,7 @@ def plot_mi_map(puzzle: np.ndarray, maps: dict[str, np.ndarray], cell: int, out:
 
 def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
     """Mean NFE (log x) vs accuracy, one marker per row, grouped by ``row['set']`` and policy name."""
-    plt = _pyplot()
+    plt = pyplot()
     sets = sorted({r["set"] for r in rows})
     fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
     for ax, s in zip(axes[0], sets):

@@ -1,0 +1,43 @@
+"""Validation accuracy vs training minutes of a run (from its ``log.jsonl``): Markdown table + PNG.
+
+    python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from unmask.eval import markdown_table
+from unmask.plots import pyplot
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run", type=Path, help="run directory with log.jsonl")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve"), help="path prefix of .md/.png")
+    args = p.parse_args()
+    rows = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines() if line]
+    metrics = [k for k in rows[0] if k.endswith("_acc")]
+    for r in rows:
+        for k in metrics:
+            r[k] = round(100 * r[k], 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table = markdown_table(rows, ["step", "minutes", "train_loss"] + metrics)
+    args.out.with_suffix(".md").write_text(table + "\n")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k in metrics:
+        ax.plot([r["minutes"] for r in rows], [r[k] for r in rows], "o-", label=f"{k} (sequential, %)")
+    ax.set_xlabel("training minutes (2 CPU cores)")
+    ax.set_ylabel("exact-match accuracy %")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(args.out.with_suffix(".png"), dpi=110)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The Hugging Face adapter end to end on a tiny randomly initialised model built here (no downloads)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from unmask.adapters.hf import HFDenoiser, answer_from_text, gsm8k_prompts  # noqa: E402
+from unmask.cli import main  # noqa: E402
+from unmask.decode import decode, parse_policy  # noqa: E402
+from unmask.decode.semi_ar import SemiAR  # noqa: E402
+from unmask.errors import UnmaskError  # noqa: E402
+from unmask.tasks.maths.arith import ArithConfig, generate  # noqa: E402
+from unmask.tasks.maths.data import write_problems  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny-mdm")
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("0123456789+-*=.#:?") + ["question", "answer", "has", "how", "many"]
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)])
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]",
+                                               mask_token="[MASK]", eos_token="[SEP]")
+    tok.save_pretrained(d)
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=512)
+    transformers.BertForMaskedLM(cfg).save_pretrained(d)
+    return d
+
+
+def test_adapter_meets_the_interface(model_dir):
+    den, tok = HFDenoiser.from_pretrained(model_dir)
+    assert den.mask_id == tok.mask_token_id and den.vocab_size == len(tok)
+    batch = gsm8k_prompts(["Ann has 3 apples. How many?", "2+2?"], tok, den.mask_id, gen_length=16, chat=False)
+    assert batch.tokens.shape[1] == batch.prompt_len + 16
+    assert (batch.tokens[:, batch.prompt_len :] == den.mask_id).all()
+    out = den(batch.tokens)
+    assert out.logits.shape == (2, batch.tokens.shape[1], len(tok)) and out.hidden.shape[-1] == 16
+    res = decode(den, batch.tokens, SemiAR(parse_policy("top_prob:steps=2"), block=8, start=batch.prompt_len))
+    assert (res.nfe == 4).all() and not (res.tokens == den.mask_id).any()
+    assert torch.equal(res.tokens[:, : batch.prompt_len], batch.tokens[:, : batch.prompt_len])
+
+
+def test_shifted_logits(model_dir):
+    plain, _ = HFDenoiser.from_pretrained(model_dir)
+    shifted, _ = HFDenoiser.from_pretrained(model_dir, shift_logits=True)
+    x = torch.randint(5, 20, (1, 10))
+    assert torch.equal(shifted(x).logits[:, 1:], plain(x).logits[:, :-1])
+
+
+def test_refuses_non_local_paths():
+    with pytest.raises(UnmaskError, match="never downloads"):
+        HFDenoiser.from_pretrained("GSAI-ML/LLaDA-8B-Instruct")
+
+
+def test_hf_eval_command(model_dir, tmp_path, capsys):
+    write_problems(tmp_path / "p.jsonl", generate(ArithConfig(), 3, seed=0))
+    argv = ["maths", "hf-eval", "--model-dir", str(model_dir), "--problems", str(tmp_path / "p.jsonl"),
+            "--policy", "top_prob", "--steps", "4", "--gen-length", "16", "--block", "8", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 3 and out["mean_nfe"] == 8 and 0 <= out["accuracy"] <= 1
+    assert main(argv[:-3] + ["--block", "5"]) == 2
+    assert "not a multiple" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,want", [("so 5+5=10. #### 10", "10"), ("The answer is 1,200 apples", "1200"),
+                                       ("costs $18.", "18"), ("nothing here", None)])
+def test_answer_fallback(text, want):
+    assert answer_from_text(text) == want

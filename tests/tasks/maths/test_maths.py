@@ -1,0 +1,158 @@
+"""Maths task: generator arithmetic, tokenizer, answer extraction, files, budgets, the task layout."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from unmask.decode import decode, parse_policy
+from unmask.decode.semi_ar import SemiAR
+from unmask.errors import UnmaskError
+from unmask.model import TransformerDenoiser
+from unmask.tasks.maths.answer import extract_answer, normalise_number
+from unmask.tasks.maths.arith import ArithConfig, generate, make_problem
+from unmask.tasks.maths.data import read_problems, write_problems
+from unmask.tasks.maths.task import TOKENIZER, MathsTask, default_model_config, encode, evaluate, with_budget
+
+EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
+
+
+@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, steps=4), ArithConfig(digits=1, steps=1, mul=False)])
+def test_worked_solutions_are_right(cfg):
+    for p in generate(cfg, 200, seed=7):
+        eqs = EQUATION.findall(p.solution)
+        assert len(eqs) == cfg.steps
+        prev = None
+        for a, op, b, c in eqs:
+            a, b, c = int(a), int(b), int(c)
+            assert c == {"+": a + b, "-": a - b, "*": a * b}[op] and c >= 0
+            assert prev is None or a == prev  # chained: each step starts from the last result
+            prev = c
+        assert extract_answer(p.solution) == p.answer == str(prev)
+        assert str(int(EQUATION.findall(p.solution)[0][0])) in p.question
+
+
+def test_generator_is_seeded_and_varied():
+    a, b = generate(ArithConfig(), 50, seed=1), generate(ArithConfig(), 50, seed=1)
+    assert a == b and generate(ArithConfig(), 10, seed=1) == a[:10]
+    assert len({p.question for p in a}) == 50
+    assert a != generate(ArithConfig(), 50, seed=2)
+    with pytest.raises(UnmaskError):
+        ArithConfig(digits=0)
+
+
+def test_carries_occur():
+    sols = " ".join(p.solution for p in generate(ArithConfig(), 300, seed=3))
+    carries = [(int(a), int(b)) for a, op, b, _ in EQUATION.findall(sols) if op == "+" and (int(a) % 10 + int(b) % 10) >= 10]
+    assert len(carries) > 30
+
+
+@pytest.mark.parametrize("text,want", [
+    ("#### 1,234", "1234"), ("so #### -5.50 apples", "-5.5"), ("#### +7", "7"), ("#### 0.0", "0"),
+    ("####-0", "0"), ("a #### 3 then #### 4", "4"), ("#### .5", "0.5"), ("#### 007", "7"),
+    ("no marker 5", None), ("#### ", None), ("#### five", None), ("#### 1,000,000", "1000000"),
+    ("#### −12", "-12"), ("#### $18.", "18"),
+])
+def test_answer_extraction(text, want):
+    assert extract_answer(text) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-10**12, 10**12))
+def test_normalise_round_trips_integers(n):
+    assert normalise_number(f"{n:,}") == str(n)
+    assert extract_answer(f"blah\n#### {n}") == str(n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60))
+def test_tokenizer_round_trip(text):
+    ids = TOKENIZER.encode(text)
+    assert TOKENIZER.decode(ids) == text
+    assert all(0 <= i < TOKENIZER.vocab_size - 2 for i in ids)
+
+
+def test_tokenizer_special_ids_and_errors():
+    t = TOKENIZER
+    assert len({t.pad_id, t.eos_id, t.mask_id}) == 3 and t.vocab_size == t.mask_id
+    with pytest.raises(UnmaskError, match=r"'é' at position 3"):
+        t.encode("caf\u00e9")
+    row = t.encode_pair("ab", "1+1=2. #### 2", q_len=4, a_len=16)
+    assert row[:2].tolist() == [t.pad_id] * 2 and t.decode(row[2:4]) == "ab"
+    assert t.decode(row[4:]) == "1+1=2. #### 2" and row[-1] == t.eos_id
+    assert (t.encode_pair("ab", None, 4, 8)[4:] == t.mask_id).all()
+    with pytest.raises(UnmaskError, match="does not fit"):
+        t.encode_pair("abcde", None, 4, 8)
+    with pytest.raises(UnmaskError, match="does not fit"):
+        t.encode_pair("ab", "x" * 8, 4, 8)  # no room left for EOS
+
+
+def test_files_round_trip_and_errors(tmp_path):
+    probs = generate(ArithConfig(), 5, seed=0)
+    write_problems(tmp_path / "p.jsonl", probs)
+    assert read_problems(tmp_path / "p.jsonl") == probs
+    cases = {"a.jsonl": ("{not json", "not JSON"), "b.jsonl": ('{"question": "q"}', "needs string fields"),
+             "c.jsonl": ('{"question": "q", "answer": "42"}', "no '#### <number>'"), "d.jsonl": ("\n", "no problems")}
+    for name, (text, msg) in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UnmaskError, match=msg):
+            read_problems(tmp_path / name)
+
+
+def tiny_maths_model() -> TransformerDenoiser:
+    cfg = default_model_config(prompt_len=144, answer_len=48)
+    cfg.d_model, cfg.n_layers, cfg.d_ff, cfg.n_heads = 16, 1, 32, 2
+    torch.manual_seed(0)
+    return TransformerDenoiser(cfg).eval()
+
+
+@pytest.mark.parametrize("name", ["random", "top_prob", "margin"])
+@pytest.mark.parametrize("steps", [1, 4, 5, 10, 15])
+def test_budget_policies_never_exceed_T(name, steps):
+    model = tiny_maths_model()
+    probs = generate(ArithConfig(), 6, seed=1)
+    policy = with_budget(parse_policy(name), steps)
+    m = evaluate(model, model.cfg, probs, policy)
+    assert m["max_nfe"] <= steps and m["mean_nfe"] == steps  # 48 masked ≥ T: exactly T
+    assert with_budget(parse_policy("eb:gamma=0.1"), steps) == parse_policy("eb:gamma=0.1")
+
+
+def test_task_masks_only_the_answer_region():
+    model = tiny_maths_model()
+    probs = generate(ArithConfig(), 20, seed=4)
+    task = MathsTask(probs, model.cfg)
+    x, maskable = task.sample(torch.Generator().manual_seed(0), 8)
+    assert not maskable[:, :144].any() and maskable[:, 144:].all()
+    assert TOKENIZER.decode(x[0, 144:]).endswith(f"#### {extract_answer(TOKENIZER.decode(x[0, 144:]))}")
+    prompts = encode(probs, model.cfg, with_answers=False)
+    assert (prompts[:, 144:] == TOKENIZER.mask_id).all()
+    out = decode(model, prompts[:2], parse_policy("sequential")).tokens
+    assert torch.equal(out[:, :144], prompts[:2, :144])
+
+
+def test_semi_ar_goes_block_by_block():
+    model = tiny_maths_model()
+    prompts = encode(generate(ArithConfig(), 3, seed=2), model.cfg, with_answers=False)
+    res = decode(model, prompts, SemiAR(parse_policy("top_prob:steps=4"), block=16, start=144))
+    assert (res.nfe == 12).all()  # 3 blocks × 4 steps
+    steps = res.reveal_step[:, 144:].reshape(3, 3, 16)
+    assert (steps.amax(-1)[:, :-1] < steps.amin(-1)[:, 1:]).all()  # block k finishes before k+1 starts
+    with pytest.raises(UnmaskError, match="exceeds the block size"):
+        SemiAR(parse_policy("top_prob:steps=20"), block=16)
+
+
+def test_gsm_symbolic_split_by_template():
+    pytest.importorskip("reasoning_gym")
+    from unmask.tasks.maths.data import gsm_symbolic
+
+    train, test = gsm_symbolic(12, seed=0, test=False), gsm_symbolic(4, seed=0, test=True)
+    assert len(train) == 12 and len(test) == 4
+    assert not {p.question for p in train} & {p.question for p in test}
+    for p in train + test:
+        assert p.question.isascii() and extract_answer(p.solution) == p.answer
+        TOKENIZER.encode(p.question + p.solution)  # every character is in the vocabulary

@@ -1,0 +1,166 @@
+"""``unmask maths generate|eval`` and ``unmask train maths``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from unmask.commands.common import add_dataclass_args, from_args, policy_for
+from unmask.errors import UnmaskError
+
+DEFAULT_MATHS_MODEL = Path(__file__).resolve().parent.parent / "models" / "maths"
+
+# The project's standard synthetic sets: name → (problems, seed). Test questions seen in train are dropped.
+STANDARD = {"train": (50_000, 1), "val": (500, 2), "test": (1_000, 3)}
+
+
+def _generate(args: argparse.Namespace) -> None:
+    from unmask.tasks.maths.arith import ArithConfig, generate
+    from unmask.tasks.maths.data import gsm_symbolic, write_problems
+
+    if args.kind == "gsm":
+        if not args.out:
+            raise UnmaskError("--out FILE is required")
+        write_problems(args.out, gsm_symbolic(args.n, args.seed, test=args.split == "test"))
+        return
+    cfg = from_args(ArithConfig, args)
+    if not args.standard:
+        if not args.out:
+            raise UnmaskError("--out FILE is required unless --standard is given")
+        write_problems(args.out, generate(cfg, args.n, args.seed))
+        return
+    out = Path(args.out or "data/maths")
+    seen: set[str] = set()
+    for name, (n, seed) in STANDARD.items():
+        problems = [p for p in generate(cfg, n, seed) if p.question not in seen]
+        seen |= {p.question for p in problems}
+        write_problems(out / f"{name}.jsonl", problems)
+        print(f"{name}: {len(problems)} problems ({n - len(problems)} seen before and dropped)", file=sys.stderr)
+
+
+def _eval(args: argparse.Namespace) -> None:
+    from unmask.decode import TokenRule, policy_spec
+    from unmask.model import load_model
+    from unmask.tasks.maths.data import read_problems
+    from unmask.tasks.maths.task import evaluate, with_budget
+
+    problems = read_problems(args.problems)[: args.n]
+    model = load_model(args.model, task="maths")
+    policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
+    m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
+    m = {"policy": policy_spec(policy), "problems": str(args.problems), **m}
+    if args.json:
+        print(json.dumps(m))
+    else:
+        print(f"{m['policy']}: accuracy {m['accuracy']:.1%} on {m['n']} problems, mean NFE {m['mean_nfe']:.2f}")
+        for ex in m["examples"]:
+            print(f"  Q: {ex['question']}\n  A: {ex['output']!r} (target {ex['target']})")
+
+
+def _hf_eval(args: argparse.Namespace) -> None:
+    import torch
+
+    from unmask.adapters.hf import HFDenoiser, answer_from_text, gsm8k_prompts
+    from unmask.decode import TokenRule, policy_spec
+    from unmask.decode.semi_ar import SemiAR
+    from unmask.eval import decode_all
+    from unmask.tasks.maths.data import read_problems
+    from unmask.tasks.maths.task import with_budget
+
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+    model, tok = HFDenoiser.from_pretrained(args.model_dir, trust_remote_code=args.trust_remote_code,
+                                            shift_logits=args.shift_logits, device=args.device, dtype=dtype)
+    problems = read_problems(args.problems)[: args.n]
+    batch = gsm8k_prompts([p.question for p in problems], tok, model.mask_id, args.gen_length)
+    policy = with_budget(policy_for(args.policy, model, args.model_dir), args.steps)
+    if args.block:
+        if args.gen_length % args.block:
+            raise UnmaskError(f"--gen-length {args.gen_length} is not a multiple of --block {args.block}")
+        policy = SemiAR(policy, args.block, batch.prompt_len)
+    run = decode_all(model, batch.tokens, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
+    texts = tok.batch_decode(run.result.tokens[:, batch.prompt_len :], skip_special_tokens=True)
+    correct = [answer_from_text(t) == p.answer for t, p in zip(texts, problems)]
+    spec = str(policy) if args.block else policy_spec(policy)
+    m = {"policy": spec, "n": len(problems), "accuracy": sum(correct) / len(problems),
+         "mean_nfe": float(run.result.nfe.double().mean()), "seconds": round(run.seconds, 2)}
+    print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
+
+
+def _train(args: argparse.Namespace) -> None:
+    from unmask.model import ModelConfig
+    from unmask.tasks.maths.data import read_problems
+    from unmask.tasks.maths.task import MathsTask, default_model_config
+    from unmask.train import TrainConfig, train
+
+    cfg = from_args(TrainConfig, args)
+    model_cfg = from_args(ModelConfig, args, default_model_config(args.prompt_len, args.answer_len))
+    problems = read_problems(args.data)
+    val = read_problems(args.val)[: args.val_n] if args.val else []
+    train(MathsTask(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume)
+
+
+def add_parser(sub) -> None:
+    """``unmask maths ...``."""
+    from unmask.tasks.maths.arith import ArithConfig
+
+    maths = sub.add_parser("maths", help="maths word problems: generate sets, evaluate decoding policies")
+    ms = maths.add_subparsers(dest="action", required=True)
+    g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')")
+    g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
+    g.add_argument("--n", type=int, default=1000)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--split", choices=["train", "test"], default="test", help="gsm: templates of the train or the test split")
+    g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
+    g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
+    add_dataclass_args(g, ArithConfig)
+    g.set_defaults(run=_generate)
+
+    e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE")
+    e.add_argument("--problems", required=True, help="GSM8K-style JSONL")
+    e.add_argument("--policy", default="sequential", help="SPEC, e.g. top_prob, margin, random, eb:gamma=0.1")
+    e.add_argument("--steps", type=int, help="step budget T for fixed-budget policies (random, top_prob, margin)")
+    e.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
+    e.add_argument("--n", type=int, help="only the first N problems")
+    e.add_argument("--temperature", type=float, default=0.0)
+    e.add_argument("--batch-size", type=int, default=128)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.set_defaults(run=_eval)
+
+    h = ms.add_parser("hf-eval", help="GSM8K-style evaluation of a local Hugging Face masked diffusion LM (LLaDA/Dream)")
+    h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer (never downloaded)")
+    h.add_argument("--problems", required=True, help="GSM8K-style JSONL (e.g. GSM8K's test.jsonl)")
+    h.add_argument("--policy", default="top_prob", help="SPEC")
+    h.add_argument("--steps", type=int, help="step budget of fixed-budget policies (per block with --block)")
+    h.add_argument("--gen-length", type=int, default=256, help="masked positions after the prompt")
+    h.add_argument("--block", type=int, help="semi-autoregressive blocks of this length (LLaDA)")
+    h.add_argument("--n", type=int, help="only the first N problems")
+    h.add_argument("--device", default="cpu")
+    h.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    h.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
+    h.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
+    h.add_argument("--temperature", type=float, default=0.0)
+    h.add_argument("--batch-size", type=int, default=8)
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(run=_hf_eval)
+
+
+def add_train_parser(tsub) -> None:
+    """``unmask train maths ...``."""
+    from unmask.model import ModelConfig
+    from unmask.train import TrainConfig
+
+    t = tsub.add_parser("maths", help="train the maths MDM: question given, answer region infilled")
+    t.add_argument("--data", required=True, help="training JSONL")
+    t.add_argument("--val", help="validation JSONL, scored by sequential decoding")
+    t.add_argument("--val-n", type=int, default=200)
+    t.add_argument("--out", required=True, help="run directory")
+    t.add_argument("--resume", action="store_true")
+    t.add_argument("--prompt-len", type=int, default=144, help="question positions (left-padded)")
+    t.add_argument("--answer-len", type=int, default=48, help="answer region positions (EOS-padded)")
+    add_dataclass_args(t, TrainConfig)
+    add_dataclass_args(t, ModelConfig, ["d_model", "n_layers", "n_heads", "d_ff", "dropout"])
+    t.set_defaults(run=_train)

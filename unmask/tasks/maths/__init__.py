@@ -1,0 +1,1 @@
+"""Maths word problems (GSM8K-style): synthetic multi-step arithmetic and gsm_symbolic problems."""

@@ -1,0 +1,33 @@
+"""Final-answer extraction, GSM8K convention: the number after ``####``."""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
+
+
+def normalise_number(text: str) -> str | None:
+    """Canonical string of a number: no thousands commas, no trailing zeros after a point, no '+'.
+
+    ``"1,234.50"`` → ``"1234.5"``; ``"-0"`` → ``"0"``; None if ``text`` holds no number.
+    """
+    m = _NUMBER.search(text.replace("−", "-"))
+    if m is None:
+        return None
+    s = m.group(0).replace(",", "")
+    neg = s.startswith("-")
+    s = s.lstrip("-")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    s = s.lstrip("0") or "0"
+    if s.startswith("."):
+        s = "0" + s
+    return "-" + s if neg and s != "0" else s
+
+
+def extract_answer(text: str) -> str | None:
+    """The number after the last ``####`` (GSM8K), normalised; None if there is no ``####`` number."""
+    if "####" not in text:
+        return None
+    return normalise_number(text.rsplit("####", 1)[1])

@@ -1,0 +1,85 @@
+"""Synthetic multi-step arithmetic word problems with a worked solution in GSM8K format.
+
+Each problem starts from a number and applies ``steps`` operations (+, −, ×) told in words; the
+worked solution writes one equation per step, each starting from the previous result, then
+``#### answer``. Later characters depend on earlier ones (chained results) and on carries inside
+a number, so the order in which an MDM reveals them matters. Deterministic by seed.
+
+    question: "Ava has 47 shells. She finds 85 more. Then she gives away 19. How many shells does Ava have now?"
+    answer:   "47+85=132. 132-19=113. #### 113"
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from unmask.errors import UnmaskError
+
+NAMES = ["Ava", "Ben", "Cleo", "Dan", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jin", "Kai", "Lea", "Max", "Nia", "Omar", "Pia"]
+PRONOUN = {n: ("She" if n in {"Ava", "Cleo", "Fay", "Hana", "Lea", "Nia", "Pia"} else "He") for n in NAMES}
+ITEMS = ["apples", "coins", "shells", "cards", "stamps", "marbles", "books", "pens"]
+ADD = ["{p} finds {b} more.", "{p} buys {b} more.", "{p} gets {b} more."]
+SUB = ["{p} gives away {b}.", "{p} loses {b}.", "{p} sells {b}."]
+MUL = ["Then the number becomes {b} times as large.", "{p} ends up with {b} times as many."]
+
+
+@dataclass(frozen=True)
+class ArithConfig:
+    """Difficulty knobs."""
+
+    digits: int = 2  # operands of + and − have 1..digits digits (the start too)
+    steps: int = 2  # operations per problem
+    max_factor: int = 9  # × operands are 2..max_factor
+    mul: bool = True  # allow × steps
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.digits <= 6 and 1 <= self.steps <= 8 and 2 <= self.max_factor <= 99):
+            raise UnmaskError(f"need 1 <= digits <= 6, 1 <= steps <= 8, 2 <= max_factor <= 99; got {self}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A question, its worked solution (ending ``#### answer``) and the normalised final answer."""
+
+    question: str  # the problem text
+    solution: str  # worked solution, GSM8K style, ending "#### <answer>"
+    answer: str  # the final answer as a normalised number string (see answer.normalise_number)
+
+
+def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
+    """Draw one problem; intermediate results stay non-negative."""
+    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+    p = PRONOUN[name]
+    top = 10**cfg.digits - 1
+    x = rng.randint(1, top)
+    said = [f"{name} has {x} {item}."]
+    worked = []
+    ops = ["+", "-", "*"] if cfg.mul else ["+", "-"]
+    for _ in range(cfg.steps):
+        op = rng.choice(ops)
+        if op == "-" and x == 0:
+            op = "+"
+        if op == "+":
+            b = rng.randint(1, top)
+            said.append(rng.choice(ADD).format(p=p, b=b))
+            y = x + b
+        elif op == "-":
+            b = rng.randint(1, min(x, top))
+            said.append(rng.choice(SUB).format(p=p, b=b))
+            y = x - b
+        else:
+            b = rng.randint(2, cfg.max_factor)
+            said.append(rng.choice(MUL).format(p=p, b=b))
+            y = x * b
+        worked.append(f"{x}{op}{b}={y}.")
+        x = y
+    said.append(f"How many {item} does {name} have now?")
+    return Problem(" ".join(said), " ".join(worked) + f" #### {x}", str(x))
+
+
+def generate(cfg: ArithConfig, n: int, seed: int) -> list[Problem]:
+    """``n`` problems; problem k comes from its own stream, so prefixes of a set are stable."""
+    if n < 1 or seed < 0:
+        raise UnmaskError(f"need n >= 1 and seed >= 0, got n={n}, seed={seed}")
+    return [make_problem(cfg, random.Random(f"arith:{seed}:{k}")) for k in range(n)]

@@ -1,0 +1,86 @@
+"""Maths problem files (GSM8K JSONL schema) and the gsm_symbolic word problems of reasoning-gym.
+
+A file holds one JSON object per line with ``question`` and ``answer``, where ``answer`` is the
+worked solution ending in ``#### <number>`` — the schema of GSM8K itself, so a user's GSM8K copy
+loads unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from unmask.errors import UnmaskError
+from unmask.io import atomic_write
+from unmask.tasks.maths.answer import extract_answer
+from unmask.tasks.maths.arith import Problem
+
+# Characters of reasoning-gym's worked solutions outside printable ASCII, and their ASCII forms.
+ASCII_FORMS = {"×": "*", "÷": "/", "•": "-", "−": "-", "–": "-", "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "\u00a0": " ",
+                "£": "$", "€": "$", "°": " degrees"}
+SUFFIX = " Give the result as your final answer. Do not include units."
+
+
+def to_ascii(text: str) -> str:
+    """Replace the known non-ASCII symbols by their ASCII forms (others are left, and refused later)."""
+    return "".join(ASCII_FORMS.get(c, c) for c in text)
+
+
+def write_problems(path: str | os.PathLike, problems: list[Problem]) -> None:
+    """Write GSM8K-style JSONL atomically."""
+    text = "".join(json.dumps({"question": p.question, "answer": p.solution}) + "\n" for p in problems)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def read_problems(path: str | os.PathLike) -> list[Problem]:
+    """Read GSM8K-style JSONL; UnmaskError naming the file and line for any problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise UnmaskError(f"{path}: no such file")
+    out = []
+    for line, text in enumerate(path.read_text().splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UnmaskError(f"{path}:{line}: not JSON ({e.msg})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or not isinstance(row.get("answer"), str):
+            raise UnmaskError(f"{path}:{line}: needs string fields 'question' and 'answer'")
+        value = extract_answer(row["answer"])
+        if value is None:
+            raise UnmaskError(f"{path}:{line}: the answer has no '#### <number>' final answer")
+        out.append(Problem(row["question"], row["answer"], value))
+    if not out:
+        raise UnmaskError(f"{path}: no problems")
+    return out
+
+
+def gsm_symbolic(n: int, seed: int, test: bool, test_every: int = 5) -> list[Problem]:
+    """``n`` gsm_symbolic problems (reasoning-gym), split by template so test templates are unseen.
+
+    Templates whose index is a multiple of ``test_every`` form the test split; the others train.
+    Needs ``pip install 'unmask[gsm]'`` (reasoning-gym runs offline).
+    """
+    try:
+        import reasoning_gym
+    except ImportError:
+        raise UnmaskError("gsm_symbolic problems need reasoning-gym: pip install 'unmask[gsm]'") from None
+    size = 4 * n
+    while True:  # about 1 in test_every templates is a test one: draw more until n fit
+        out = []
+        for e in reasoning_gym.create_dataset("gsm_symbolic", size=size, seed=seed):
+            meta = e["metadata"]
+            if (meta["source_index"] % test_every == 0) != test:
+                continue
+            solution = to_ascii(meta.get("answer_cot") or "").strip()
+            if "####" not in solution:
+                solution = f"{solution}\n#### {e['answer']}".strip()
+            value = extract_answer(solution)
+            question = to_ascii(e["question"].replace(SUFFIX, ""))
+            if value is not None and (question + solution).isascii():  # skip the rare exotic symbol
+                out.append(Problem(question, solution, value))
+            if len(out) == n:
+                return out
+        size *= 2
