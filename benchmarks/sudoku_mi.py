@@ -68,6 +68,7 @@ def main() -> None:
     p.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL))
     p.add_argument("--data-dir", default="data/sudoku", type=Path)
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
+    p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], help="standard sets to use (val-* to tune)")
     p.add_argument("--exact-n", type=int, default=100, help="puzzles for the exact-MI oracle policy")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
@@ -76,7 +77,7 @@ def main() -> None:
     start = time.time()
     model = load_model(args.model, task="sudoku")
     head = load_head(args.model)
-    sets = {name: load_set(args.data_dir, name, args.n) for name in ("test-kaggle", "test-hard")}
+    sets = {name: load_set(args.data_dir, name, args.n) for name in args.sets}
     rows = compare(model, sets, [policy_for(s, model, args.model) for s in POLICIES])
     small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
     rows += compare(model, small, ["sequential"] + [policy_for(s, model, args.model) for s in EXACT])

@@ -54,13 +54,14 @@ def main() -> None:
     p.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL))
     p.add_argument("--data-dir", default="data/sudoku", type=Path)
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
+    p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], help="standard sets to use (val-* to tune)")
     p.add_argument("--policies", nargs="+", default=POLICIES)
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
 
     torch.set_num_threads(2)
     model = load_model(args.model, task="sudoku")
-    sets = {name: load_set(args.data_dir, name, args.n) for name in ("test-kaggle", "test-hard")}
+    sets = {name: load_set(args.data_dir, name, args.n) for name in args.sets}
     start = time.time()
     rows = compare(model, sets, args.policies)
     for r in rows:

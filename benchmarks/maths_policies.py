@@ -1,0 +1,69 @@
+"""Exact final-answer accuracy vs decoding steps on the maths task (seed 004's GSM8K table, our scale).
+
+    python benchmarks/maths_policies.py --model runs/maths/model --problems data/maths/test.jsonl
+
+Fixed-budget policies (IID = random, Top-Prob, Top-Prob-Margin) run at every budget T; adaptive ones
+(EB, threshold, entropy budget) report the mean NFE they spend. Writes
+``benchmarks/results/maths_policies.{json,md,png}`` beside the paper's rows (170M MDM on GSM8K).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from unmask.commands.common import policy_for
+from unmask.commands.maths import DEFAULT_MATHS_MODEL
+from unmask.decode import policy_spec
+from unmask.eval import markdown_table
+from unmask.model import load_model
+from unmask.plots import plot_pareto
+from unmask.tasks.maths.data import read_problems
+from unmask.tasks.maths.task import evaluate, with_budget
+
+BUDGETS = [4, 5, 10, 15]
+FIXED = ["random", "top_prob", "margin"]
+ADAPTIVE = ["sequential", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.9", "threshold:tau=0.7", "mi:gamma=1,lam=0"]
+REFERENCE = [  # seed 004, 170M MDM on GSM8K
+    {"set": "reference (paper)", "policy": f"{name} T={t}", "mean_nfe": nfe, "accuracy %": acc}
+    for name, t, nfe, acc in [("learned", 5, 4.01, 33.1), ("IID", 5, 5, 29.0), ("Top-Prob", 5, 5, 23.7),
+                              ("Top-Prob-Margin", 5, 5, 24.0), ("learned", 10, 9.57, 37.8),
+                              ("Top-Prob-Margin", 10, 10, 39.5), ("learned", 15, 9.43, 39.0)]
+]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL))
+    p.add_argument("--problems", default="data/maths/test.jsonl")
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--out", default="benchmarks/results", type=Path)
+    args = p.parse_args()
+
+    torch.set_num_threads(2)
+    start = time.time()
+    model = load_model(args.model, task="maths")
+    problems = read_problems(args.problems)[: args.n]
+    runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in BUDGETS for name in FIXED]
+    runs += [(policy_for(spec, model, args.model), None) for spec in ADAPTIVE]
+    rows = []
+    for policy, budget in runs:
+        m = evaluate(model, model.cfg, problems, policy)
+        rows.append({"set": "maths test", "policy": policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
+                     "accuracy %": round(100 * m["accuracy"], 1), "seconds": m["seconds"]})
+        print(rows[-1])
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"model": args.model, "problems": args.problems, "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
+    (args.out / "maths_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
+    table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "accuracy %", "seconds"])
+    (args.out / "maths_policies.md").write_text(table + "\n")
+    plot_pareto(rows, args.out / "maths_policies.png", "Maths")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
