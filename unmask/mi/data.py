@@ -32,7 +32,7 @@ class MIDataConfig:
 
     states: int = 2000  # states in total (one per decoded prompt)
     shard_size: int = 100  # states per shard file
-    rows: int = 16  # MI rows per state (random masked positions; 0 = every masked position)
+    rows: int = 0  # MI rows per state (random masked positions; 0 = every masked position)
     eps: float = 1e-3  # skip probe values with P < eps (error bound stored per row)
     policy: str = "sequential"  # policy whose trajectories the states are taken from
     seed: int = 0  # seeds prompt choice, state step and row choice of every shard

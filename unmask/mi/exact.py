@@ -39,9 +39,7 @@ class ExactMI:
     @property
     def symmetric(self) -> torch.Tensor:
         """``(B, L, L)`` ½(I + Iᵀ) where both rows were computed, else the computed entry."""
-        both = self.rows[:, :, None] & self.rows[:, None, :]
-        t = self.raw.transpose(1, 2)
-        return torch.where(both, 0.5 * (self.raw + t), self.raw + t * ~self.rows[:, :, None])
+        return symmetrise(self.raw, self.rows)
 
     def asymmetry(self) -> float:
         """Mean |I_ij − I_ji| / (|I_ij| + |I_ji|) over off-diagonal pairs with both rows computed
@@ -52,6 +50,13 @@ class ExactMI:
         scale = a.abs() + b.abs()
         keep = scale > 1e-6
         return float(((a - b).abs()[keep] / scale[keep]).mean()) if keep.any() else 0.0
+
+
+def symmetrise(raw: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``(B, L, L)`` ½(I_ij + I_ji) where rows i and j were both computed, else whichever was."""
+    both = rows[:, :, None] & rows[:, None, :]
+    t = raw.transpose(1, 2)
+    return torch.where(both, 0.5 * (raw + t), raw + t * ~rows[:, :, None])
 
 
 @torch.no_grad()

@@ -9,6 +9,7 @@ import torch
 from tqdm import tqdm
 
 from unmask.mi.estimator import HeadConfig, MIHead
+from unmask.mi.exact import symmetrise
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,27 @@ class HeadTrainConfig:
 
 
 def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
-    """``(S, L, L)`` bool: supervised pairs (i a computed row, j another masked position)."""
+    """``(S, L, L)`` bool: supervised pairs (two masked positions, at least one a computed row)."""
     masked = data["tokens"] == mask_id
+    rows = data["rows"]
     eye = torch.eye(masked.shape[1], dtype=torch.bool)
-    return data["rows"][:, :, None] & masked[:, None, :] & ~eye
+    return masked[:, :, None] & masked[:, None, :] & (rows[:, :, None] | rows[:, None, :]) & ~eye
+
+
+def targets(data: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(S, L, L)`` symmetrised exact MI: the head is symmetric, the model's conditionals are not."""
+    return symmetrise(data["mi"].float(), data["rows"])
+
+
+def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
+    """How well the exact MI agrees with itself: I_ij vs I_ji over pairs with both rows computed.
+
+    The model's conditionals are not one joint; this is a ceiling on any symmetric estimate's fit."""
+    both = pair_mask(data, mask_id) & data["rows"][:, :, None] & data["rows"][:, None, :]
+    a, b = data["mi"].double()[both], data["mi"].double().transpose(1, 2)[both]
+    if len(a) < 2:
+        return {}
+    return {"exact_ij_vs_ji_pearson": _pearson(a, b), "exact_ij_vs_ji_spearman": _pearson(_ranks(a), _ranks(b))}
 
 
 @torch.no_grad()
@@ -41,7 +59,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     """Fit an :class:`MIHead` by MSE on supervised pairs; returns it with held-out metrics."""
     torch.manual_seed(cfg.seed)
     hidden = hidden_states(denoiser, data["tokens"])  # (S, L, D)
-    target = data["mi"].float()
+    target = targets(data)
     pairs = pair_mask(data, denoiser.mask_id)
     n_val = max(1, int(len(hidden) * cfg.val_fraction))
     tr = slice(0, len(hidden) - n_val)
@@ -62,6 +80,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     head.eval()
     metrics = evaluate_head(head, hidden[va], target[va], pairs[va])
     metrics["train_states"], metrics["val_states"] = n_tr, n_val
+    metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
     return head, metrics
 
 
