@@ -87,3 +87,25 @@ def test_structure_score():
     assert abs(on_rules["chance"] - 20 / 80) < 1e-9
     off_rules = structure_score((~peers).float()[None] * pairs, pairs, peers)
     assert off_rules["mass"] == 0.0 and off_rules["topk"] == 0.0
+
+
+def test_targets_are_symmetrised_and_consistency_is_a_ceiling():
+    from unmask.mi import exact_mi
+    from unmask.mi.fit import consistency, targets
+
+    from conftest import random_joint
+
+    oracle = random_joint(seq_len=4, vocab=3, seed=2, alpha=0.5)
+    tokens = torch.full((3, 4), oracle.mask_id)
+    tokens[2, 0] = 1
+    res = exact_mi(oracle, tokens)
+    data = {"tokens": tokens, "rows": res.rows, "mi": res.raw.float()}
+    t = targets(data)
+    assert torch.allclose(t, t.transpose(1, 2))
+    c = consistency(data, oracle.mask_id)
+    assert c["exact_ij_vs_ji_pearson"] > 0.999  # one consistent joint agrees with itself
+    model = tiny_model(seq_len=8)
+    toks = torch.full((4, 8), model.mask_id)
+    raw = exact_mi(model, toks)
+    c = consistency({"tokens": toks, "rows": raw.rows, "mi": raw.raw.float()}, model.mask_id)
+    assert c["exact_ij_vs_ji_pearson"] < 0.999  # a random network is not
