@@ -82,6 +82,26 @@ def test_bad_files_exit_2(files, tmp_path, capsys):
     assert "not a model directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["sudoku", "eval", "--puzzles", "x.csv", "--batch-size", "0"], "--batch-size: must be >= 1"),
+    (["sudoku", "demo", "--n", "-3"], "--n: must be >= 1"),
+    (["train", "sudoku", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),
+    (["bogus"], "invalid choice: 'bogus'"),
+])
+def test_argument_errors_are_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and err.count("\n") == 1
+
+
+def test_map_cell_errors(files, capsys):
+    model_dir, puzzles = files
+    for cell in ("a,b", "1", "10,1"):
+        assert main(["mi", "map", "--model", str(model_dir), "--puzzle", str(puzzles), "--cell", cell, "--exact"]) == 2
+        assert "--cell" in capsys.readouterr().err
+
+
 def test_console_script_has_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "unmask.cli", "sudoku", "eval", "--puzzles", str(tmp_path / "x.csv")],
                           capture_output=True, text=True, timeout=120)

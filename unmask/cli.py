@@ -14,9 +14,17 @@ from unmask.commands.common import DEFAULT_SUDOKU_MODEL  # noqa: F401  (public: 
 from unmask.errors import UnmaskError
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error style: one line, exit code 2."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("unmask").strip()
+        self.exit(2, f"unmask: error: {where + ': ' if where else ''}{message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``unmask`` argument parser."""
-    p = argparse.ArgumentParser(prog="unmask", description="Parallel decoding of masked diffusion models.")
+    p = Parser(prog="unmask", description="Parallel decoding of masked diffusion models.")
     sub = p.add_subparsers(dest="command", required=True)
     sudoku.add_parser(sub)
     train = sub.add_parser("train", help="train a masked diffusion model")

@@ -16,6 +16,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
+        with open(tmp, "rb+") as f:  # the bytes reach the disk before the rename makes them visible
+            os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; models and datasets are meant to be shared
         os.replace(tmp, path)
     except BaseException:

@@ -42,6 +42,10 @@ class ModelConfig:
     task: str = ""  # name of the task the model was trained for (informative, checked by CLIs)
 
     def __post_init__(self) -> None:
+        if min(self.vocab_size, self.seq_len, self.d_model, self.n_layers, self.n_heads, self.d_ff) < 1:
+            raise UnmaskError("vocab_size, seq_len, d_model, n_layers, n_heads and d_ff must be >= 1")
+        if not 0 <= self.prompt_len < self.seq_len:
+            raise UnmaskError(f"prompt_len must be in [0, seq_len), got {self.prompt_len}")
         if self.d_model % self.n_heads:
             raise UnmaskError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
 

@@ -54,8 +54,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.mask_min < self.mask_max <= 1.0:
             raise UnmaskError(f"need 0 <= mask_min < mask_max <= 1, got {self.mask_min}, {self.mask_max}")
-        if self.steps < 1 or self.batch_size < 1:
-            raise UnmaskError("steps and batch_size must be positive")
+        if min(self.steps, self.batch_size, self.eval_every, self.ckpt_every) < 1:
+            raise UnmaskError("steps, batch_size, eval_every and ckpt_every must be >= 1")
+        if not (self.lr > 0 and self.weight_decay >= 0 and self.grad_clip > 0 and self.warmup >= 0):
+            raise UnmaskError("need lr > 0, weight_decay >= 0, grad_clip > 0, warmup >= 0")
 
 
 class TrainTask(Protocol):
@@ -81,7 +83,7 @@ def mask_batch(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Forward process: ``(x_t, masked, t)``; at least one position masked per sequence."""
     b, n = x0.shape
-    t = cfg.mask_min + (cfg.mask_max - cfg.mask_min) * torch.rand(b, generator=gen)  # (B,)
+    t = cfg.mask_max - (cfg.mask_max - cfg.mask_min) * torch.rand(b, generator=gen)  # (B,) in (mask_min, mask_max]
     u = torch.rand(b, n, generator=gen)
     masked = (u < t[:, None]) & maskable
     # Guarantee one masked position (the maskable one with the smallest draw) so no row is wasted.
@@ -116,8 +118,11 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "tok" not in n and n != "pos"]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "tok" not in n and n != "pos")]
+    def decays(name: str, p: torch.Tensor) -> bool:  # matrices only; no norms, biases or embeddings
+        return p.dim() >= 2 and not name.startswith(("tok", "pos", "feats"))
+
+    decay = [p for n, p in model.named_parameters() if decays(n, p)]
+    rest = [p for n, p in model.named_parameters() if not decays(n, p)]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
 

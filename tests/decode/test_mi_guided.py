@@ -65,8 +65,8 @@ def test_exact_mi_policy_keeps_a_copied_pair_apart():
     out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(2000))
     assert (out.tokens[:, 0] == out.tokens[:, 1]).all()
     assert (out.nfe == 2).all()  # X1 with X3, then X2
-    # Step 1 probes 3 positions × 3 values; step 2 probes X2 alone, whose one possible value is known.
-    assert policy.counter.passes == 2000 * (3 * 3 + 1)
+    # Step 1: a base pass + 3 positions × 3 values; step 2: a base pass + X2's one possible value.
+    assert policy.counter.passes == 2000 * ((1 + 3 * 3) + (1 + 1))
 
 
 def test_mi_needs_its_head():

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import pytest
 import torch
 
+from unmask.errors import UnmaskError
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data, shard_path
 from unmask.mi.estimator import HeadConfig, MIHead, load_head, save_head
 from unmask.mi.fit import HeadTrainConfig, evaluate_head, fit_head, pair_mask
@@ -53,6 +55,15 @@ def test_resumed_build_equals_uninterrupted(tmp_path):
     assert (data["rows"].sum(1) <= 3).all() and data["rows"].any()
     assert (data["rows"] <= (data["tokens"] == 4)).all()  # rows are masked positions
     assert (data["mi"][~data["rows"]] == 0).all()
+
+
+def test_refuses_to_mix_builds(tmp_path):
+    cfg = MIDataConfig(states=2, shard_size=2, rows=2, seed=1)
+    build_mi_data(partial(tiny_model), prompts(), cfg, tmp_path, progress=False)
+    with pytest.raises(UnmaskError, match=r"other \['config'\]"):
+        build_mi_data(partial(tiny_model), prompts(), MIDataConfig(states=2, shard_size=2, rows=2, seed=2), tmp_path, progress=False)
+    with pytest.raises(UnmaskError, match="prompts_sha256"):
+        build_mi_data(partial(tiny_model), prompts(13), cfg, tmp_path, progress=False)
 
 
 def test_two_workers_build_the_same_shards(tmp_path):

@@ -33,9 +33,10 @@ def _transformers():
 class HFDenoiser:
     """A Hugging Face model as a :class:`~unmask.denoiser.Denoiser` (logits + last hidden states)."""
 
-    def __init__(self, model, mask_id: int, shift_logits: bool = False, device: str = "cpu") -> None:
+    def __init__(self, model, mask_id: int, shift_logits: bool = False, device: str = "cpu", pad_id: int | None = None) -> None:
         self.model = model.eval()
         self.mask_id = int(mask_id)
+        self.pad_id = pad_id  # left padding (a leading run of this id) is hidden by the attention mask
         self.shift_logits = shift_logits
         self.device = device
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0]) if model.get_output_embeddings() is not None else int(model.config.vocab_size)
@@ -64,11 +65,15 @@ class HFDenoiser:
             mask_id = tokenizer.mask_token_id
         if mask_id is None:
             raise UnmaskError(f"{path}: no mask token id in the config (mask_token_id) or the tokenizer")
-        return cls(model.to(device), mask_id, shift_logits, device), tokenizer
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        return cls(model.to(device), mask_id, shift_logits, device, pad), tokenizer
 
     @torch.no_grad()
     def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
-        out = self.model(input_ids=tokens.to(self.device), output_hidden_states=True)
+        kw = {}
+        if self.pad_id is not None:  # attend to nothing in the left padding: results do not depend on batching
+            kw["attention_mask"] = ((tokens != self.pad_id).cumsum(1) > 0).long().to(self.device)
+        out = self.model(input_ids=tokens.to(self.device), output_hidden_states=True, **kw)
         logits = out.logits.float()
         if self.shift_logits:
             logits = torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
@@ -85,14 +90,15 @@ class PromptBatch:
 
 def gsm8k_prompts(questions: list[str], tokenizer, mask_id: int, gen_length: int, chat: bool = True) -> PromptBatch:
     """GSM8K prompts (chat template if the tokenizer has one) + a masked generation region."""
+    templated = chat and bool(getattr(tokenizer, "chat_template", None))
     texts = []
     for q in questions:
         content = GSM8K_INSTRUCTION + q
-        if chat and getattr(tokenizer, "chat_template", None):
+        if templated:  # the template already holds the special tokens
             texts.append(tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True))
         else:
             texts.append(f"Question: {content}\nAnswer:")
-    ids = [tokenizer(t, add_special_tokens=not chat)["input_ids"] for t in texts]
+    ids = [tokenizer(t, add_special_tokens=not templated)["input_ids"] for t in texts]
     p = max(len(x) for x in ids)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows = [[pad] * (p - len(x)) + list(x) + [mask_id] * gen_length for x in ids]

@@ -10,6 +10,14 @@ from pathlib import Path
 DEFAULT_SUDOKU_MODEL = Path(__file__).resolve().parent.parent / "models" / "sudoku"  # the shipped model
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, only: list[str] | None = None) -> None:
     """One ``--flag`` per dataclass field (default None = keep the dataclass default)."""
     hints = typing.get_type_hints(cls)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import add_dataclass_args, from_args, policy_for
+from unmask.commands.common import add_dataclass_args, from_args, policy_for, positive_int
 from unmask.errors import UnmaskError
 
 DEFAULT_MATHS_MODEL = Path(__file__).resolve().parent.parent / "models" / "maths"
@@ -109,7 +109,7 @@ def add_parser(sub) -> None:
     ms = maths.add_subparsers(dest="action", required=True)
     g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')")
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
-    g.add_argument("--n", type=int, default=1000)
+    g.add_argument("--n", type=positive_int, default=1000)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--split", choices=["train", "test"], default="test", help="gsm: templates of the train or the test split")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
@@ -120,11 +120,11 @@ def add_parser(sub) -> None:
     e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE")
     e.add_argument("--problems", required=True, help="GSM8K-style JSONL")
     e.add_argument("--policy", default="sequential", help="SPEC, e.g. top_prob, margin, random, eb:gamma=0.1")
-    e.add_argument("--steps", type=int, help="step budget T for fixed-budget policies (random, top_prob, margin)")
+    e.add_argument("--steps", type=positive_int, help="step budget T for fixed-budget policies (random, top_prob, margin)")
     e.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
-    e.add_argument("--n", type=int, help="only the first N problems")
+    e.add_argument("--n", type=positive_int, help="only the first N problems")
     e.add_argument("--temperature", type=float, default=0.0)
-    e.add_argument("--batch-size", type=int, default=128)
+    e.add_argument("--batch-size", type=positive_int, default=128)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_eval)
@@ -133,16 +133,16 @@ def add_parser(sub) -> None:
     h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer (never downloaded)")
     h.add_argument("--problems", required=True, help="GSM8K-style JSONL (e.g. GSM8K's test.jsonl)")
     h.add_argument("--policy", default="top_prob", help="SPEC")
-    h.add_argument("--steps", type=int, help="step budget of fixed-budget policies (per block with --block)")
-    h.add_argument("--gen-length", type=int, default=256, help="masked positions after the prompt")
-    h.add_argument("--block", type=int, help="semi-autoregressive blocks of this length (LLaDA)")
-    h.add_argument("--n", type=int, help="only the first N problems")
+    h.add_argument("--steps", type=positive_int, help="step budget of fixed-budget policies (per block with --block)")
+    h.add_argument("--gen-length", type=positive_int, default=256, help="masked positions after the prompt")
+    h.add_argument("--block", type=positive_int, help="semi-autoregressive blocks of this length (LLaDA)")
+    h.add_argument("--n", type=positive_int, help="only the first N problems")
     h.add_argument("--device", default="cpu")
     h.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     h.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     h.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
     h.add_argument("--temperature", type=float, default=0.0)
-    h.add_argument("--batch-size", type=int, default=8)
+    h.add_argument("--batch-size", type=positive_int, default=8)
     h.add_argument("--seed", type=int, default=0)
     h.add_argument("--json", action="store_true")
     h.set_defaults(run=_hf_eval)
@@ -156,7 +156,7 @@ def add_train_parser(tsub) -> None:
     t = tsub.add_parser("maths", help="train the maths MDM: question given, answer region infilled")
     t.add_argument("--data", required=True, help="training JSONL")
     t.add_argument("--val", help="validation JSONL, scored by sequential decoding")
-    t.add_argument("--val-n", type=int, default=200)
+    t.add_argument("--val-n", type=positive_int, default=200)
     t.add_argument("--out", required=True, help="run directory")
     t.add_argument("--resume", action="store_true")
     t.add_argument("--prompt-len", type=int, default=144, help="question positions (left-padded)")

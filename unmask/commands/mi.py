@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from unmask.commands.common import DEFAULT_SUDOKU_MODEL, add_dataclass_args, from_args
+from unmask.commands.common import DEFAULT_SUDOKU_MODEL, add_dataclass_args, from_args, positive_int
 from unmask.errors import UnmaskError
 
 
 def _data(args: argparse.Namespace) -> None:
     from unmask.mi.data import MIDataConfig, build_mi_data
-    from unmask.model import load_model
+    from unmask.model import WEIGHTS_FILE, load_model
     from unmask.tasks.sudoku.data import read_puzzles, to_tokens
 
     cfg = from_args(MIDataConfig, args)
     load_model(args.model)  # fail early, with one clear line, on a bad model directory
     prompts = to_tokens(read_puzzles(args.puzzles).quizzes)
-    built = build_mi_data(partial(load_model, args.model), prompts, cfg, args.out, args.workers)
+    weights = hashlib.sha256((Path(args.model) / WEIGHTS_FILE).read_bytes()).hexdigest()[:16]
+    source = {"model_sha256": weights, "puzzles": str(args.puzzles)}
+    built = build_mi_data(partial(load_model, args.model), prompts, cfg, args.out, args.workers, source=source)
     print(f"{built} shards built, {cfg.shards - built} already there: {args.out}", file=sys.stderr)
 
 
@@ -67,7 +71,10 @@ def _map(args: argparse.Namespace) -> None:
 
     model = load_model(args.model, task="sudoku")
     grid = _puzzle(args)
-    r, c = (int(x) - 1 for x in args.cell.split(","))
+    try:
+        r, c = (int(x) - 1 for x in args.cell.split(","))
+    except ValueError:
+        raise UnmaskError(f"--cell {args.cell!r}: expected ROW,COLUMN such as 3,7") from None
     if not (0 <= r < 9 and 0 <= c < 9):
         raise UnmaskError(f"--cell {args.cell}: row and column are 1..9")
     cell = r * 9 + c
@@ -99,7 +106,7 @@ def add_parser(sub) -> None:
     d.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="base model directory")
     d.add_argument("--puzzles", required=True, help="CSV of prompts the trajectories start from")
     d.add_argument("--out", required=True, help="shard directory (finished shards are kept on a rerun)")
-    d.add_argument("--workers", type=int, default=1, help="processes (the shards do not depend on it)")
+    d.add_argument("--workers", type=positive_int, default=1, help="processes (the shards do not depend on it)")
     add_dataclass_args(d, MIDataConfig)
     d.set_defaults(run=_data)
 

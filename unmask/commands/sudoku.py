@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import DEFAULT_SUDOKU_MODEL, add_dataclass_args, from_args, policy_for
+from unmask.commands.common import DEFAULT_SUDOKU_MODEL, add_dataclass_args, from_args, policy_for, positive_int
 from unmask.errors import UnmaskError
 
 
@@ -89,11 +89,11 @@ def add_parser(sub) -> None:
     ss = sudoku.add_subparsers(dest="action", required=True)
     g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)")
     g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle", help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
-    g.add_argument("--n", type=int, default=1000, help="number of puzzles")
+    g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", help="CSV file (with --standard: a folder, default data/sudoku)")
     g.add_argument("--standard", action="store_true", help="write the project's train/val/test sets")
-    g.add_argument("--workers", type=int, default=1, help="processes (the output does not depend on it)")
+    g.add_argument("--workers", type=positive_int, default=1, help="processes (the output does not depend on it)")
     g.set_defaults(run=_generate)
 
     e = ss.add_parser("eval", help="decode puzzles with a policy; accuracy, mean NFE, puzzles/s")
@@ -101,13 +101,13 @@ def add_parser(sub) -> None:
     e.add_argument("--policy", default="sequential", help="SPEC: name or name:key=value,... e.g. topk:k=7, eb:gamma=0.6")
     e.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="model directory (default: the shipped model)")
     e.add_argument("--temperature", type=float, default=0.0, help="0 = argmax tokens, > 0 = sample")
-    e.add_argument("--batch-size", type=int, default=250)
+    e.add_argument("--batch-size", type=positive_int, default=250)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_eval)
 
     dm = ss.add_parser("demo", help="fresh puzzles, every baseline policy, one table (forward passes vs accuracy)")
-    dm.add_argument("--n", type=int, default=100, help="puzzles of each kind (kaggle-density and hard)")
+    dm.add_argument("--n", type=positive_int, default=100, help="puzzles of each kind (kaggle-density and hard)")
     dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh puzzles")
     dm.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="model directory (default: the shipped model)")
     dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: one of each baseline)")
@@ -122,7 +122,7 @@ def add_train_parser(tsub) -> None:
     t = tsub.add_parser("sudoku", help="train the Sudoku MDM on solution grids with symmetry augmentation")
     t.add_argument("--data", required=True, help="training CSV (solutions are used)")
     t.add_argument("--val", action="append", help="validation CSV, scored by sequential decoding (repeatable)")
-    t.add_argument("--val-n", type=int, default=100, help="puzzles of each validation set to score")
+    t.add_argument("--val-n", type=positive_int, default=100, help="puzzles of each validation set to score")
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_dataclass_args(t, TrainConfig)

@@ -12,6 +12,7 @@ from typing import Protocol
 
 import torch
 
+from unmask.decode.rng import uniform
 from unmask.decode.state import DecodeState
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
@@ -34,16 +35,16 @@ class TokenRule:
     temperature: float = 0.0  # 0 = argmax; > 0 samples from softmax(logits / temperature)
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
+        if not self.temperature >= 0:  # also refuses NaN
             raise UnmaskError(f"temperature must be >= 0, got {self.temperature}")
 
     def choose(self, state: DecodeState) -> torch.Tensor:
         """``(B, L)`` a token for every position (the loop keeps only the revealed ones)."""
         if self.temperature == 0:
             return state.logits.argmax(-1)
-        v = state.logits.shape[-1]
+        b, n, v = state.logits.shape
         # Gumbel-max with batch-invariant uniforms: one uniform per (position, token).
-        u = torch.stack([state.uniform(TOKEN_SALT + k) for k in range(v)], -1)  # (B, L, V)
+        u = uniform(state.seeds, state.step, n * v, TOKEN_SALT).view(b, n, v)  # (B, L, V)
         gumbel = -torch.log(-torch.log(u.clamp(1e-7, 1 - 1e-7)))
         return (state.logits.float() / self.temperature + gumbel).argmax(-1)
 

@@ -7,8 +7,8 @@ own entropy — unlike EB-Sampler's Σ H − max H, which lets the least confide
 With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
 
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
-step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and counts those probe
-passes separately from model NFE — an oracle for analysis, not a fast decoder.
+step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and counts every pass it
+runs (its own base pass included) separately from model NFE — an oracle for analysis.
 """
 
 from __future__ import annotations
@@ -100,5 +100,5 @@ class MIExact:
         if self.denoiser is None:
             raise UnmaskError("mi_exact needs the denoiser to probe")
         res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
-        self.counter.passes += int(res.passes.sum()) - len(res.passes)  # the base pass is the loop's own
+        self.counter.passes += int(res.passes.sum())  # its own base pass included: it is a real pass
         return mi_greedy(entropy(state.probs), state.masked, res.symmetric.float(), self.gamma, self.lam)

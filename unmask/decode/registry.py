@@ -28,7 +28,10 @@ def _convert(cls: type, key: str, text: str):
             if text.lower() not in ("true", "false", "1", "0"):
                 raise ValueError(text)
             return text.lower() in ("true", "1")
-        return hint(text)
+        value = hint(text)
+        if value != value:  # NaN would silently disable every comparison a policy makes
+            raise ValueError(text)
+        return value
     except ValueError:
         raise UnmaskError(f"policy {cls.spec_name}: {key}={text!r} is not a valid {hint.__name__}") from None
 

@@ -9,10 +9,12 @@ and ends byte-identical to an uninterrupted one; shards can be split over worker
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
@@ -65,7 +67,8 @@ def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> d
     rows = masked if cfg.rows == 0 else masked & (score.argsort(1, descending=True).argsort(1) < cfg.rows)
     res = exact_mi(denoiser, tokens, rows=rows, eps=cfg.eps)
     return {
-        "tokens": tokens.numpy().astype(np.int16),
+        "tokens": tokens.numpy().astype(np.int32),
+        "prompt": idx.numpy().astype(np.int64),
         "rows": res.rows.numpy(),
         "mi": res.raw.numpy().astype(np.float32),
         "entropy": res.entropy.numpy().astype(np.float32),
@@ -86,15 +89,36 @@ def _worker(load, prompts, cfg: MIDataConfig, out: Path, k: int) -> int:
     return k
 
 
-def build_mi_data(load, prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1, progress: bool = True) -> int:
+MANIFEST = "manifest.json"  # what the shards of a directory were built from
+
+
+def _check_manifest(out: Path, manifest: dict) -> None:
+    """Record what the shards are built from; refuse to resume a build with other inputs."""
+    path = out / MANIFEST
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old != manifest:
+            diff = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            raise UnmaskError(f"{out} holds MI data built with other {diff}; use another --out")
+    else:
+        atomic_write(path, lambda p: Path(p).write_text(json.dumps(manifest, indent=1) + "\n"))
+
+
+def build_mi_data(
+    load, prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1,
+    progress: bool = True, source: dict | None = None,
+) -> int:
     """Write every missing shard into ``out``; returns how many were built now.
 
     Args:
         load: a picklable callable returning the denoiser (each worker loads its own copy).
         prompts: ``(N, L)`` starting states (e.g. puzzles) the trajectories start from.
+        source: what identifies the model and prompts (e.g. file hashes), kept in the manifest.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(prompts.numpy().tobytes()).hexdigest()[:16]
+    _check_manifest(out, {"config": asdict(cfg), "prompts_sha256": digest, **(source or {})})
     todo = [k for k in range(cfg.shards) if not shard_path(out, k).is_file()]
     bar = tqdm(total=cfg.shards, initial=cfg.shards - len(todo), disable=not progress, desc="mi data", unit="shard")
     if workers > 1:
@@ -112,7 +136,11 @@ def build_mi_data(load, prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.
 
 def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
     """All shards of a data directory, concatenated (in shard order)."""
-    files = sorted(Path(directory).glob("shard-*.npz"))
+    d = Path(directory)
+    if not (d / MANIFEST).is_file():
+        raise UnmaskError(f"{directory}: no MI data (build it with `unmask mi data`)")
+    cfg = MIDataConfig(**json.loads((d / MANIFEST).read_text())["config"])
+    files = [shard_path(d, k) for k in range(cfg.shards) if shard_path(d, k).is_file()]
     if not files:
         raise UnmaskError(f"{directory}: no MI data shards (build them with `unmask mi data`)")
     parts = [dict(np.load(f)) for f in files]

@@ -82,8 +82,10 @@ def exact_mi(
     h = entropy(p) * masked  # (B, L)
     v = p.shape[-1]
 
-    # Values of probability exactly 0 contribute nothing and are always skipped.
-    probe = rows[:, :, None] & (p >= eps) & (p > 0)  # (B, L, V)
+    # Values of probability exactly 0 contribute nothing and are always skipped; the most likely
+    # value is always probed, so no row is left without a conditional.
+    top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
+    probe = rows[:, :, None] & ((p >= eps) | top) & (p > 0)  # (B, L, V)
     bi, ii, vi = probe.nonzero(as_tuple=True)  # (K,) each: state, row, value of every probe
     probe_tokens = tokens[bi].clone()
     probe_tokens[torch.arange(len(bi)), ii] = vi

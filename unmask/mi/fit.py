@@ -61,18 +61,21 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     hidden = hidden_states(denoiser, data["tokens"])  # (S, L, D)
     target = targets(data)
     pairs = pair_mask(data, denoiser.mask_id)
-    n_val = max(1, int(len(hidden) * cfg.val_fraction))
-    tr = slice(0, len(hidden) - n_val)
-    va = slice(len(hidden) - n_val, len(hidden))
+    # Hold out whole prompts (a puzzle decoded twice must not sit on both sides).
+    prompt = data.get("prompt", torch.arange(len(hidden)))
+    held = (prompt * 2654435761 % 1000) < 1000 * cfg.val_fraction  # a fixed pseudo-random share
+    if held.all() or not held.any():
+        held = torch.arange(len(hidden)) >= len(hidden) - max(1, int(len(hidden) * cfg.val_fraction))
+    tr, va = torch.nonzero(~held).squeeze(1), torch.nonzero(held).squeeze(1)
+    n_val = len(va)
     head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank))
     opt = torch.optim.Adam(head.parameters(), lr=cfg.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + torch.cos(torch.tensor(s / cfg.steps * torch.pi)).item()))
     gen = torch.Generator().manual_seed(cfg.seed)
-    n_tr = len(hidden) - n_val
+    n_tr = len(tr)
     for _ in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
-        idx = torch.randint(n_tr, (min(cfg.batch_size, n_tr),), generator=gen)
-        m = pairs[tr][idx]
-        loss = ((head(hidden[tr][idx]) - target[tr][idx]) ** 2)[m].mean()
+        idx = tr[torch.randint(n_tr, (min(cfg.batch_size, n_tr),), generator=gen)]
+        loss = ((head(hidden[idx]) - target[idx]) ** 2)[pairs[idx]].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -85,7 +88,25 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(x).scatter_(0, x.argsort(), torch.arange(len(x), dtype=x.dtype))
+    """Ranks 0..n-1 with ties sharing their average rank (as Spearman's correlation needs)."""
+    _, inverse, counts = torch.unique(x, return_inverse=True, return_counts=True)
+    end = counts.cumsum(0).to(x.dtype)
+    return ((end - counts.to(x.dtype)) + (end - 1)).div(2)[inverse]
+
+
+def topk_recall(est: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int) -> float:
+    """Mean over states of |top-k pairs by estimate ∩ top-k by exact MI| / k' (unordered pairs i < j,
+    k' = min(k, the state's pairs); states without pairs are skipped)."""
+    upper = pairs & torch.ones_like(pairs[0]).triu(1)  # each unordered pair once
+    e = est.masked_fill(~upper, float("-inf")).flatten(1)
+    t = target.masked_fill(~upper, float("-inf")).flatten(1)
+    n = upper.flatten(1).sum(1)
+    recalls = []
+    for s in torch.nonzero(n).squeeze(1).tolist():  # per state: k' differs between states
+        kk = min(k, int(n[s]))
+        hit = set(e[s].topk(kk).indices.tolist()) & set(t[s].topk(kk).indices.tolist())
+        recalls.append(len(hit) / kk)
+    return sum(recalls) / len(recalls) if recalls else float("nan")
 
 
 def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -98,20 +119,11 @@ def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pair
     """MSE, Pearson and Spearman correlation over supervised pairs, and top-k pair recall per state."""
     est = head(hidden)  # (S, L, L)
     a, b = est[pairs].double(), target[pairs].double()
-    # Top-k recall: of the k supervised pairs with the highest exact MI, how many the head ranks top-k.
-    e = est.masked_fill(~pairs, float("-inf")).flatten(1)
-    t = target.masked_fill(~pairs, float("-inf")).flatten(1)
-    kk = min(k, int(pairs.flatten(1).sum(1).min()))
-    recall = float("nan")
-    if kk > 0:
-        top_e = torch.zeros_like(e, dtype=torch.bool).scatter_(1, e.topk(kk, 1).indices, True)
-        top_t = torch.zeros_like(t, dtype=torch.bool).scatter_(1, t.topk(kk, 1).indices, True)
-        recall = float((top_e & top_t).sum(1).double().mean() / kk)
     return {
         "mse": float(((a - b) ** 2).mean()),
         "pearson": _pearson(a, b),
         "spearman": _pearson(_ranks(a), _ranks(b)),
-        f"top{k}_recall": recall,
+        f"top{k}_recall": topk_recall(est, target, pairs, k),
         "pairs": int(pairs.sum()),
         "head_parameters": head.num_parameters(),
     }

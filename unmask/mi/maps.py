@@ -33,9 +33,10 @@ def structure_score(mi: torch.Tensor, pairs: torch.Tensor, related: torch.Tensor
     rel = related[None].expand_as(pairs)
     m = mi.clamp_min(0) * pairs
     mass = float((m * rel).sum() / m.sum().clamp_min(1e-12))
-    flat = m.masked_fill(~pairs, float("-inf")).flatten(1)
-    kk = max(1, min(k, int(pairs.flatten(1).sum(1).min())))
+    some = pairs.flatten(1).any(1)  # states with at least one candidate pair
+    flat = m.masked_fill(~pairs, float("-inf")).flatten(1)[some]
+    kk = max(1, min(k, int(pairs.flatten(1).sum(1)[some].min()))) if some.any() else 1
     top = flat.topk(kk, 1).indices
-    topk = float(rel.flatten(1).gather(1, top).double().mean())
+    topk = float(rel.flatten(1)[some].gather(1, top).double().mean()) if some.any() else float("nan")
     chance = float((pairs & rel).sum() / pairs.sum().clamp_min(1))
     return {"mass": mass, "topk": topk, "chance": chance}

@@ -63,6 +63,8 @@ def gsm_symbolic(n: int, seed: int, test: bool, test_every: int = 5) -> list[Pro
     Templates whose index is a multiple of ``test_every`` form the test split; the others train.
     Needs ``pip install 'unmask[gsm]'`` (reasoning-gym runs offline).
     """
+    if n < 1 or seed < 0:
+        raise UnmaskError(f"need n >= 1 and seed >= 0, got n={n}, seed={seed}")
     try:
         import reasoning_gym
     except ImportError:
