@@ -25,7 +25,7 @@ from unmask.tasks.sudoku.generate import STANDARD_SETS, generate
 from unmask.tasks.sudoku.task import compare
 
 POLICIES = [
-    "sequential", "sequential:metric=top_prob", "sequential:metric=margin",
+    "sequential", "sequential:metric=margin",
     "topk:k=3", "topk:k=5", "topk:k=7",
     "random:steps=10", "random:steps=20",
     "top_prob:steps=10", "top_prob:steps=20",
