@@ -28,4 +28,4 @@ unmask mi train --model unmask/models/sudoku --data data/mi/sudoku --steps 2000
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
 python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \
     --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out benchmarks/results/tuning
-python benchmarks/sudoku_mi.py
+python benchmarks/sudoku_mi.py --gammas 0.01 0.03 0.1 --lams 2

@@ -21,7 +21,7 @@ import torch
 
 from unmask.commands.common import DEFAULT_SUDOKU_MODEL, policy_for
 from unmask.decode import parse_policy, policy_spec
-from unmask.decode.mi_guided import MIExact, MIGuided
+from unmask.decode.mi_guided import MIGuided
 from unmask.eval import markdown_table
 from unmask.mi import exact_mi
 from unmask.mi.estimator import load_head
@@ -78,7 +78,8 @@ def main() -> None:
     p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], help="standard sets to use (val-* to tune)")
     p.add_argument("--exact-n", type=int, default=20, help="puzzles for the exact-MI oracle policy (0: skip)")
     p.add_argument("--gammas", type=float, nargs="+", help="γ values (default: the default γ × 1/3, 1, 3)")
-    p.add_argument("--lams", type=float, nargs="+", help="λ values besides 0 (default: the default λ)")
+    p.add_argument("--lams", type=float, nargs="+", default=[2.0], help="λ values besides 0")
+    p.add_argument("--exact", default="mi_exact:gamma=0.1,lam=2", help="exact-MI oracle spec, compared with the head at the same γ, λ")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
 
@@ -90,13 +91,14 @@ def main() -> None:
     rows = reuse_baselines(args.out / "sudoku_policies.json", args.n, args.sets)
     missing = [s for s in BASELINES if not any(r["policy"] == policy_spec(parse_policy(s)) for r in rows)]
     gammas = args.gammas or [round(DEFAULT.gamma * f, 4) for f in (1 / 3, 1, 3)]
-    lams = [0.0] + (args.lams or [DEFAULT.lam])
+    lams = [0.0] + [lam for lam in args.lams if lam != 0]
     mi = [f"mi:gamma={g},lam={lam}" for lam in lams for g in gammas]
     rows += compare(model, sets, [policy_for(s, model, args.model) for s in missing + mi])
     if args.exact_n:
         small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
-        exact = policy_for(policy_spec(MIExact(DEFAULT.gamma, DEFAULT.lam)), model, args.model)
-        rows += compare(model, small, ["sequential", policy_for(policy_spec(DEFAULT), model, args.model), exact])
+        exact = policy_for(args.exact, model, args.model)
+        same = policy_for(policy_spec(MIGuided(exact.gamma, exact.lam)), model, args.model)
+        rows += compare(model, small, ["sequential", same, exact])
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     struct = {name: structure(model, head, data, min(200, len(data))) for name, data in sets.items()}

@@ -51,7 +51,10 @@ def evaluate(
 
 
 # The demo's and the benchmark's policies: the baselines under one accounting.
-DEMO_POLICIES = ["sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10", "margin:steps=10", "eb:gamma=0.1", "threshold:tau=0.9"]
+DEMO_POLICIES = [
+    "sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10", "margin:steps=10", "eb:gamma=0.1",
+    "threshold:tau=0.9", "mi", "mi:gamma=0.1,lam=2",
+]
 
 
 def compare(
