@@ -102,4 +102,6 @@ class MIExact:
             raise UnmaskError("mi_exact needs the denoiser to probe")
         res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
         self.counter.passes += int(res.passes.sum())  # its own base pass included: it is a real pass
-        return mi_greedy(entropy(state.probs), state.masked, res.symmetric.float(), self.gamma, self.lam)
+        # A model's conditionals can give slightly negative MI; a negative charge would refill the budget.
+        mi = res.symmetric.float().clamp_min(0)
+        return mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
