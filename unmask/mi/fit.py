@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -70,7 +71,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     n_val = len(va)
     head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank))
     opt = torch.optim.Adam(head.parameters(), lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + torch.cos(torch.tensor(s / cfg.steps * torch.pi)).item()))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / cfg.steps)))
     gen = torch.Generator().manual_seed(cfg.seed)
     n_tr = len(tr)
     for _ in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
