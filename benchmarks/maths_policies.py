@@ -2,8 +2,9 @@
 
     python benchmarks/maths_policies.py --model runs/maths/model --problems data/maths/test.jsonl
 
-Fixed-budget policies (IID = random, Top-Prob, Top-Prob-Margin) run at every budget T; adaptive ones
-(EB, threshold, entropy budget) report the mean NFE they spend. Writes
+Fixed-budget policies (IID = random, Top-Prob, Top-Prob-Margin) run at every budget T and at the full
+budget (T = answer length: one position per pass); adaptive ones (EB, threshold, entropy budget) report
+the mean NFE they spend. Writes
 ``benchmarks/results/maths_policies.{json,md,png}`` beside the paper's rows (170M MDM on GSM8K).
 """
 
@@ -27,9 +28,10 @@ from unmask.tasks.maths.task import evaluate, with_budget
 
 BUDGETS = [4, 5, 10, 15]
 FIXED = ["random", "top_prob", "margin"]
-ADAPTIVE = ["sequential", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.9", "threshold:tau=0.7", "mi:gamma=1,lam=0"]
+ADAPTIVE = ["sequential", "eb:gamma=0.1", "eb:gamma=1", "threshold:tau=0.9", "threshold:tau=0.7",
+            "mi:gamma=0.1,lam=0", "mi:gamma=1,lam=0"]  # mi with λ=0: the entropy budget, no head needed
 REFERENCE = [  # seed 004, 170M MDM on GSM8K
-    {"set": "reference (paper)", "policy": f"{name} T={t}", "mean_nfe": nfe, "accuracy %": acc}
+    {"set": "reference (paper)", "policy": f"{name}:T={t}", "mean_nfe": nfe, "accuracy %": acc}
     for name, t, nfe, acc in [("learned", 5, 4.01, 33.1), ("IID", 5, 5, 29.0), ("Top-Prob", 5, 5, 23.7),
                               ("Top-Prob-Margin", 5, 5, 24.0), ("learned", 10, 9.57, 37.8),
                               ("Top-Prob-Margin", 10, 10, 39.5), ("learned", 15, 9.43, 39.0)]
@@ -48,7 +50,8 @@ def main() -> None:
     start = time.time()
     model = load_model(args.model, task="maths")
     problems = read_problems(args.problems)[: args.n]
-    runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in BUDGETS for name in FIXED]
+    full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
+    runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in [*BUDGETS, full] for name in FIXED]
     runs += [(policy_for(spec, model, args.model), None) for spec in ADAPTIVE]
     rows = []
     for policy, budget in runs:
@@ -61,7 +64,7 @@ def main() -> None:
     (args.out / "maths_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "accuracy %", "seconds"])
     (args.out / "maths_policies.md").write_text(table + "\n")
-    plot_pareto(rows, args.out / "maths_policies.png", "Maths")
+    plot_pareto(rows + REFERENCE, args.out / "maths_policies.png", "Maths")
     print(table)
 
 

@@ -9,7 +9,8 @@ import torch
 
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
-from unmask.model import CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, load_model, save_model
+from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, load_model, rope_tables,
+                          save_model)
 from unmask.tasks.sudoku.task import default_model_config
 from unmask.tasks.sudoku.data import POSITION_FEATURES
 
@@ -35,6 +36,33 @@ def test_position_features_matter():
     with torch.no_grad():
         model.feats[2].weight.add_(1.0)  # change the box embeddings only
     assert not torch.allclose(base, model(x).logits)
+
+
+def test_rope_scores_depend_only_on_the_offset():
+    cos, sin = rope_tables(12, 8)
+    q, k = torch.randn(8), torch.randn(8)
+    rot = lambda v: apply_rope(v.expand(1, 1, 12, 8), cos, sin)[0, 0]  # noqa: E731 — v at every position (12, 8)
+    scores = rot(q) @ rot(k).T  # (12, 12): q at position i against k at position j
+    for off in range(-3, 4):
+        diag = torch.diagonal(scores, off)
+        assert torch.allclose(diag, diag[0].expand_as(diag), atol=1e-5)
+    assert not torch.allclose(torch.diagonal(scores, 0)[0], torch.diagonal(scores, 1)[0])
+    assert torch.allclose(rot(q).norm(dim=-1), q.norm().expand(12), atol=1e-5)  # rotations keep norms
+
+
+def test_rope_model_round_trips_without_saving_tables(tmp_path):
+    cfg = ModelConfig(vocab_size=7, mask_id=7, seq_len=10, d_model=16, n_layers=1, n_heads=2, d_ff=32, rope=True)
+    torch.manual_seed(0)
+    model = TransformerDenoiser(cfg).eval()
+    save_model(model, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    x = torch.randint(0, 8, (3, 10))
+    assert torch.equal(model(x).logits, loaded(x).logits)
+    plain = TransformerDenoiser(ModelConfig(**{**cfg.__dict__, "rope": False})).eval()
+    plain.load_state_dict(model.state_dict())  # same weights: rotation is the only difference
+    assert not torch.allclose(plain(x).logits, model(x).logits)
+    with pytest.raises(UnmaskError, match="even head width"):
+        ModelConfig(vocab_size=7, mask_id=7, seq_len=10, d_model=6, n_heads=2, rope=True)
 
 
 def test_round_trip(tmp_path):

@@ -2,7 +2,8 @@
 
 Pre-norm encoder blocks (no causal mask) as in MDLM (Sahoo et al. 2024) and LLaDA; learned absolute
 positions plus optional task position features (e.g. Sudoku row/column/box ids) added to the token
-embedding.
+embedding, and optional rotary position embeddings in attention (RoPE, Su et al. 2021), which let text
+models act on relative offsets ("the digit three places before '='").
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class ModelConfig:
     d_ff: int = 512  # hidden width of each MLP
     dropout: float = 0.0  # dropout on attention and MLP outputs (0 for small data-rich tasks)
     position_features: list[int] = field(default_factory=list)  # cardinality of each extra per-position id
+    rope: bool = False  # rotary position embeddings on queries and keys (relative offsets), as LLaDA/Dream
     prompt_len: int = 0  # leading positions that are always given (e.g. a question); the rest is generated
     task: str = ""  # name of the task the model was trained for (informative, checked by CLIs)
 
@@ -48,6 +50,22 @@ class ModelConfig:
             raise UnmaskError(f"prompt_len must be in [0, seq_len), got {self.prompt_len}")
         if self.d_model % self.n_heads:
             raise UnmaskError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.rope and (self.d_model // self.n_heads) % 2:
+            raise UnmaskError(f"rope needs an even head width, got d_model/n_heads = {self.d_model // self.n_heads}")
+
+
+def rope_tables(seq_len: int, head_dim: int, base: float = 10_000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin ``(L, head_dim/2)`` of the rotary angles pos · base^(−2i/head_dim) (Su et al. 2021)."""
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (Dh/2,)
+    angles = torch.arange(seq_len, dtype=torch.float64)[:, None] * inv_freq  # (L, Dh/2)
+    return angles.cos().float(), angles.sin().float()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the two halves of each head ``(B, H, L, Dh)`` by the position's angles."""
+    x1, x2 = x.chunk(2, dim=-1)  # (B, H, L, Dh/2) each
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
 class Block(nn.Module):
@@ -64,13 +82,13 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """``x`` (B, L, D); ``rope``: cos and sin tables (L, Dh/2), or None for no rotation."""
         b, n, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.n_heads, d // self.n_heads).unbind(2)  # (B, L, H, Dh)
-        y = F.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-            dropout_p=self.dropout if self.training else 0.0,
-        )  # (B, H, L, Dh)
+        q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.n_heads, d // self.n_heads).transpose(1, 3).unbind(2)  # (B, H, L, Dh)
+        if rope is not None:
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)  # (B, H, L, Dh)
         x = x + self.drop(self.proj(y.transpose(1, 2).reshape(b, n, d)))
         return x + self.drop(self.mlp(self.ln2(x)))
 
@@ -93,6 +111,9 @@ class TransformerDenoiser(nn.Module):
         if tuple(position_ids.shape) != (cfg.seq_len, len(cfg.position_features)):
             raise UnmaskError(f"position_ids must be ({cfg.seq_len}, {len(cfg.position_features)}), got {tuple(position_ids.shape)}")
         self.register_buffer("position_ids", position_ids.long().clone())
+        cos, sin = rope_tables(cfg.seq_len, cfg.d_model // cfg.n_heads) if cfg.rope else (torch.empty(0), torch.empty(0))
+        self.register_buffer("rope_cos", cos, persistent=False)  # (L, Dh/2), recomputed, never saved
+        self.register_buffer("rope_sin", sin, persistent=False)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
@@ -113,8 +134,9 @@ class TransformerDenoiser(nn.Module):
         x = self.tok(tokens) + self.pos  # (B, L, D)
         for k, emb in enumerate(self.feats):
             x = x + emb(self.position_ids[:, k])
+        rope = (self.rope_cos, self.rope_sin) if self.cfg.rope else None
         for block in self.blocks:
-            x = block(x)
+            x = block(x, rope)
         h = self.ln_f(x)  # (B, L, D)
         return DenoiserOutput(self.head(h), h)
 

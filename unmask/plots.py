@@ -71,7 +71,7 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
             rs = sorted(rs, key=lambda r: r["mean_nfe"])
             ax.plot([r["mean_nfe"] for r in rs], [r["accuracy %"] for r in rs], "o-", label=name)
         ax.set_xscale("log")
-        ax.set_xlabel("mean NFE (forward passes per puzzle)")
+        ax.set_xlabel("mean NFE (forward passes per sequence)")
         ax.set_ylabel("exact-match accuracy %")
         ax.set_title(f"{title}: {s}")
         ax.grid(alpha=0.3)

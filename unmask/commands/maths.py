@@ -162,5 +162,5 @@ def add_train_parser(tsub) -> None:
     t.add_argument("--prompt-len", type=int, default=144, help="question positions (left-padded)")
     t.add_argument("--answer-len", type=int, default=48, help="answer region positions (EOS-padded)")
     add_dataclass_args(t, TrainConfig)
-    add_dataclass_args(t, ModelConfig, ["d_model", "n_layers", "n_heads", "d_ff", "dropout"])
+    add_dataclass_args(t, ModelConfig, ["d_model", "n_layers", "n_heads", "d_ff", "dropout", "rope"])
     t.set_defaults(run=_train)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -10,10 +11,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.decode import decode, parse_policy
 from unmask.decode.semi_ar import SemiAR
 from unmask.errors import UnmaskError
-from unmask.model import TransformerDenoiser
+from unmask.model import TransformerDenoiser, load_model
 from unmask.tasks.maths.answer import extract_answer, normalise_number
 from unmask.tasks.maths.arith import ArithConfig, generate, make_problem
 from unmask.tasks.maths.data import read_problems, write_problems
@@ -133,6 +135,25 @@ def test_task_masks_only_the_answer_region():
     assert (prompts[:, 144:] == TOKENIZER.mask_id).all()
     out = decode(model, prompts[:2], parse_policy("sequential")).tokens
     assert torch.equal(out[:, :144], prompts[:2, :144])
+
+
+def test_problems_that_do_not_fit_are_named():
+    cfg = default_model_config(prompt_len=144, answer_len=48)
+    probs = generate(ArithConfig(), 3, seed=5)
+    long = dataclasses.replace(probs[1], question="x" * 145)
+    with pytest.raises(UnmaskError, match=r"^problem 2: question of 145 characters does not fit the model's 144$"):
+        encode([probs[0], long, probs[2]], cfg, with_answers=False)
+    with pytest.raises(UnmaskError, match=r"^problem 1: answer of 48 characters"):
+        encode([dataclasses.replace(probs[0], solution="1" * 48)], cfg, with_answers=True)
+
+
+def test_shipped_model_solves_unseen_problems():
+    """The shipped maths MDM (see README) gets most fresh problems right with sequential decoding."""
+    model = load_model(DEFAULT_MATHS_MODEL, task="maths")
+    probs = generate(ArithConfig(), 24, seed=99)  # not a seed of the standard sets
+    m = evaluate(model, model.cfg, probs, parse_policy("sequential"))
+    assert m["mean_nfe"] == model.cfg.seq_len - model.cfg.prompt_len
+    assert m["accuracy"] >= 0.75, m["examples"]
 
 
 def test_semi_ar_goes_block_by_block():

@@ -15,6 +15,7 @@ import torch
 from unmask.decode import Policy, TokenRule
 from unmask.decode.sequential import Sequential
 from unmask.denoiser import Denoiser
+from unmask.errors import UnmaskError
 from unmask.eval import decode_all
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.tasks.maths.answer import extract_answer
@@ -29,16 +30,20 @@ def default_model_config(prompt_len: int = 144, answer_len: int = 48) -> ModelCo
     """Shape of the maths MDM (~1.2M parameters) for questions ≤ ``prompt_len`` characters."""
     return ModelConfig(
         vocab_size=TOKENIZER.vocab_size, mask_id=TOKENIZER.mask_id, seq_len=prompt_len + answer_len,
-        d_model=128, n_layers=6, n_heads=4, d_ff=512, prompt_len=prompt_len, task=NAME,
+        d_model=128, n_layers=6, n_heads=4, d_ff=512, rope=True, prompt_len=prompt_len, task=NAME,
     )
 
 
 def encode(problems: list[Problem], cfg: ModelConfig, with_answers: bool) -> torch.Tensor:
     """``(N, L)`` ids: questions left-padded, answers (with EOS) or a masked answer region."""
     a_len = cfg.seq_len - cfg.prompt_len
-    return torch.stack([
-        TOKENIZER.encode_pair(p.question, p.solution if with_answers else None, cfg.prompt_len, a_len) for p in problems
-    ])
+    rows = []
+    for k, p in enumerate(problems):
+        try:
+            rows.append(TOKENIZER.encode_pair(p.question, p.solution if with_answers else None, cfg.prompt_len, a_len))
+        except UnmaskError as e:
+            raise UnmaskError(f"problem {k + 1}: {e}") from None
+    return torch.stack(rows)
 
 
 def with_budget(policy: Policy, steps: int | None) -> Policy:
