@@ -6,7 +6,14 @@ worked solution writes one equation per step, each starting from the previous re
 a number, so the order in which an MDM reveals them matters. Deterministic by seed.
 
     question: "Ava has 47 shells. She finds 85 more. Then she gives away 19. How many shells does Ava have now?"
-    answer:   "47+85=132. 132-19=113. #### 113"
+    answer:   "0047+0085=0132. 0132-0019=0113. #### 0113"      (zero_pad, the default)
+    answer:   "47+85=132. 132-19=113. #### 113"                (zero_pad=False)
+
+With ``zero_pad`` every number of the solution is written to one width (the widest value the knobs
+allow), so each digit has a fixed place, as each cell has in Sudoku. Measured on this project's
+1.2M-parameter MDM: with natural widths, 1,200 CPU training steps left even the units digit of a sum
+at chance (the model must first find where each operand sits); see the README's maths section.
+The final answer is compared after normalisation (``0113`` = ``113``), GSM8K's convention.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ class ArithConfig:
     steps: int = 2  # operations per problem
     max_factor: int = 9  # × operands are 2..max_factor
     mul: bool = True  # allow × steps
+    zero_pad: bool = True  # write the solution's numbers zero-padded to one width (fixed digit places)
 
     def __post_init__(self) -> None:
         if not (1 <= self.digits <= 6 and 1 <= self.steps <= 8 and 2 <= self.max_factor <= 99):
@@ -47,6 +55,15 @@ class Problem:
     answer: str  # the final answer as a normalised number string (see answer.normalise_number)
 
 
+def max_value(cfg: ArithConfig) -> int:
+    """The largest number a solution can contain: every step the bigger of +top and ×max_factor."""
+    top = 10**cfg.digits - 1
+    x = top
+    for _ in range(cfg.steps):
+        x = max(x + top, x * cfg.max_factor if cfg.mul else 0)
+    return x
+
+
 def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
     """Draw one problem; intermediate results stay non-negative."""
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
@@ -56,6 +73,8 @@ def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
     said = [f"{name} has {x} {item}."]
     worked = []
     ops = ["+", "-", "*"] if cfg.mul else ["+", "-"]
+    width = len(str(max_value(cfg))) if cfg.zero_pad else 0
+    num = f"{{:0{width}d}}" if width else "{}"
     for _ in range(cfg.steps):
         op = rng.choice(ops)
         if op == "-" and x == 0:
@@ -72,10 +91,10 @@ def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
             b = rng.randint(2, cfg.max_factor)
             said.append(rng.choice(MUL).format(p=p, b=b))
             y = x * b
-        worked.append(f"{x}{op}{b}={y}.")
+        worked.append(f"{num.format(x)}{op}{num.format(b)}={num.format(y)}.")
         x = y
     said.append(f"How many {item} does {name} have now?")
-    return Problem(" ".join(said), " ".join(worked) + f" #### {x}", str(x))
+    return Problem(" ".join(said), " ".join(worked) + f" #### {num.format(x)}", str(x))
 
 
 def generate(cfg: ArithConfig, n: int, seed: int) -> list[Problem]:
