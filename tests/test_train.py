@@ -82,6 +82,22 @@ def test_refuses_to_overwrite_or_resume_wrongly(tmp_path):
         train(ConstantTask(), cfg, tmp_path / "none", resume=True, progress=False)
 
 
+def test_suffix_masking_hides_everything_after_a_cut():
+    x0 = torch.zeros(4000, 30, dtype=torch.long)
+    maskable = torch.ones_like(x0, dtype=torch.bool)
+    maskable[:, :8] = False
+    cfg = TrainConfig(suffix_prob=0.5, mask_min=0.0, mask_max=0.01)  # nearly no uniform masking
+    masked = mask_batch(x0, maskable, 7, cfg, torch.Generator().manual_seed(1))[1]
+    assert not masked[:, :8].any() and masked[:, -1].float().mean() == pytest.approx(0.5, abs=0.03)
+    suffix_rows = masked[:, -1]
+    m = masked[suffix_rows, 8:]  # (rows, 22)
+    tail = m.flip(1).int().cumprod(1).sum(1)  # masked run at the end: 22 - cut
+    assert tail.float().mean() == pytest.approx(11.5, abs=0.7)  # cut uniform over the 22 maskable positions
+    assert (m.sum(1) - tail).float().mean() < 1.2  # before the cut: the one guaranteed mask (+ ~1 % uniform)
+    with pytest.raises(UnmaskError, match="suffix_prob"):
+        TrainConfig(suffix_prob=0.3, elbo_weight=True)
+
+
 def test_masking_and_schedule():
     cfg = TrainConfig(steps=100, warmup=10, mask_min=0.2, mask_max=0.6)
     gen = torch.Generator().manual_seed(0)
@@ -94,6 +110,8 @@ def test_masking_and_schedule():
     assert 0.2 <= float(t.min()) and float(t.max()) <= 0.6
     rate = masked[:, 10:].float().mean(1)
     assert abs(float((rate - t).mean())) < 0.01
+    plain = mask_batch(x0, maskable, 7, cfg, torch.Generator().manual_seed(0))[1]
+    assert torch.equal(plain, masked)  # suffix_prob 0 draws nothing extra: old runs resume unchanged
     assert lr_at(0, cfg) == pytest.approx(cfg.lr / 10)
     assert lr_at(10, cfg) == pytest.approx(cfg.lr)
     assert lr_at(100, cfg) == pytest.approx(cfg.lr * cfg.min_lr_ratio)

@@ -29,7 +29,7 @@ from unmask.model import ModelConfig, TransformerDenoiser, save_model
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
 # Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals.
-RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every")
+RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "suffix_prob")
 
 
 @dataclass
@@ -46,6 +46,7 @@ class TrainConfig:
     mask_min: float = 0.0  # lowest mask rate t drawn per sequence
     mask_max: float = 1.0  # highest mask rate t drawn per sequence
     elbo_weight: bool = False  # weight each sequence's loss by 1/t (MDLM NELBO) instead of 1
+    suffix_prob: float = 0.0  # share of sequences whose mask also covers all maskable positions from a random cut on
     bf16: bool = True  # bfloat16 autocast for the forward pass (CPU and CUDA)
     seed: int = 0  # seeds init and every data stream
     eval_every: int = 500  # steps between validations (and model exports)
@@ -58,6 +59,10 @@ class TrainConfig:
             raise UnmaskError("steps, batch_size, eval_every and ckpt_every must be >= 1")
         if not (self.lr > 0 and self.weight_decay >= 0 and self.grad_clip > 0 and self.warmup >= 0):
             raise UnmaskError("need lr > 0, weight_decay >= 0, grad_clip > 0, warmup >= 0")
+        if not 0.0 <= self.suffix_prob <= 1.0:
+            raise UnmaskError(f"need 0 <= suffix_prob <= 1, got {self.suffix_prob}")
+        if self.suffix_prob and self.elbo_weight:
+            raise UnmaskError("elbo_weight needs the MDLM forward process; suffix_prob > 0 departs from it")
 
 
 class TrainTask(Protocol):
@@ -86,6 +91,14 @@ def mask_batch(
     t = cfg.mask_max - (cfg.mask_max - cfg.mask_min) * torch.rand(b, generator=gen)  # (B,) in (mask_min, mask_max]
     u = torch.rand(b, n, generator=gen)
     masked = (u < t[:, None]) & maskable
+    if cfg.suffix_prob > 0:
+        # Suffix masking: when a later value repeats an earlier one (a result copied into the next step,
+        # the final answer), uniform masks rarely hide every copy, so the model seldom has to compute it
+        # from its inputs. Masking everything after a random cut makes such prefix-conditioned states common.
+        rank = maskable.cumsum(1) - 1  # (B, L) index among maskable positions
+        cut = (torch.rand(b, generator=gen) * maskable.sum(1)).long()  # (B,) uniform over maskable positions
+        use = torch.rand(b, generator=gen) < cfg.suffix_prob  # (B,)
+        masked |= maskable & (rank >= cut[:, None]) & use[:, None]
     # Guarantee one masked position (the maskable one with the smallest draw) so no row is wasted.
     first = u.masked_fill(~maskable, 2.0).argmin(1)
     masked[torch.arange(b), first] |= maskable[torch.arange(b), first]
