@@ -164,7 +164,8 @@ def train(
     rank, world = _dist()
     out = Path(out)
     ckpt_path = out / CHECKPOINT
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    if not os.environ.get("OMP_NUM_THREADS"):  # an explicit thread count (e.g. beside another job) wins
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     torch.manual_seed(cfg.seed)
     state = None
     if resume:
