@@ -28,7 +28,8 @@ from unmask.model import ModelConfig, TransformerDenoiser, save_model
 
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
-# Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals.
+# Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals, and
+# the share of suffix masks (a change of data mix, e.g. switched on part-way through).
 RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "suffix_prob")
 
 
