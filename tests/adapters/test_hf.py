@@ -9,9 +9,9 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from unmask.adapters.hf import HFDenoiser, answer_from_text, gsm8k_prompts  # noqa: E402
+from unmask.adapters.hf import HFDenoiser, answer_from_text, generate_answers, group_prompts, gsm8k_prompt_ids  # noqa: E402
 from unmask.cli import main  # noqa: E402
-from unmask.decode import decode, parse_policy  # noqa: E402
+from unmask.decode import TokenRule, decode, parse_policy  # noqa: E402
 from unmask.decode.semi_ar import SemiAR  # noqa: E402
 from unmask.errors import UnmaskError  # noqa: E402
 from unmask.tasks.maths.arith import ArithConfig, generate  # noqa: E402
@@ -39,14 +39,38 @@ def model_dir(tmp_path_factory):
 def test_adapter_meets_the_interface(model_dir):
     den, tok = HFDenoiser.from_pretrained(model_dir)
     assert den.mask_id == tok.mask_token_id and den.vocab_size == len(tok)
-    batch = gsm8k_prompts(["Ann has 3 apples. How many?", "2+2?"], tok, den.mask_id, gen_length=16, chat=False)
-    assert batch.tokens.shape[1] == batch.prompt_len + 16
-    assert (batch.tokens[:, batch.prompt_len :] == den.mask_id).all()
-    out = den(batch.tokens)
-    assert out.logits.shape == (2, batch.tokens.shape[1], len(tok)) and out.hidden.shape[-1] == 16
-    res = decode(den, batch.tokens, SemiAR(parse_policy("top_prob:steps=2"), block=8, start=batch.prompt_len))
+    ids = gsm8k_prompt_ids(["Ann has 3 apples. How many?", "2+2?", "Bob has 4 apples. How many?"], tok, chat=False)
+    groups = group_prompts(ids, den.mask_id, gen_length=16)
+    assert sorted(k for g in groups for k in g.index.tolist()) == [0, 1, 2]  # every prompt, once
+    for g in groups:  # one length per group: nothing is padded
+        assert all(len(ids[k]) == g.prompt_len for k in g.index.tolist())
+        assert g.tokens.shape == (len(g.index), g.prompt_len + 16)
+        assert (g.tokens[:, g.prompt_len :] == den.mask_id).all()
+    g = max(groups, key=lambda g: len(g.index))
+    out = den(g.tokens)
+    assert out.logits.shape == (*g.tokens.shape, len(tok)) and out.hidden.shape[-1] == 16
+    res = decode(den, g.tokens, SemiAR(parse_policy("top_prob:steps=2"), block=8, start=g.prompt_len))
     assert (res.nfe == 4).all() and not (res.tokens == den.mask_id).any()
-    assert torch.equal(res.tokens[:, : batch.prompt_len], batch.tokens[:, : batch.prompt_len])
+    assert torch.equal(res.tokens[:, : g.prompt_len], g.tokens[:, : g.prompt_len])
+
+
+@pytest.mark.parametrize("block,temperature", [(None, 0.0), (8, 0.0), (8, 1.0)])
+def test_answers_do_not_depend_on_the_rest_of_the_set(model_dir, block, temperature):
+    den, tok = HFDenoiser.from_pretrained(model_dir)
+    questions = ["2+2?", "Ann has 3 apples. How many?", "how many 7+8?", "3*3?"]
+    policy = parse_policy("top_prob:steps=4")
+    every = generate_answers(den, tok, questions, policy, 16, block, TokenRule(temperature), batch_size=3, chat=False)
+    assert len(every.texts) == 4 and (every.nfe == (8 if block else 4)).all()
+    for k, q in enumerate(questions):  # alone, with its own seed, in a batch of one
+        alone = generate_answers(den, tok, [q], policy, 16, block, TokenRule(temperature), batch_size=1, seed=k, chat=False)
+        assert alone.texts == [every.texts[k]] and alone.nfe.tolist() == [every.nfe[k]]
+    with pytest.raises(UnmaskError, match="not a multiple"):
+        generate_answers(den, tok, questions, policy, 16, 5)
+
+
+def test_unloadable_directory_is_one_error(tmp_path):
+    with pytest.raises(UnmaskError, match="cannot load"):
+        HFDenoiser.from_pretrained(tmp_path)
 
 
 def test_shifted_logits(model_dir):
@@ -73,6 +97,7 @@ def test_hf_eval_command(model_dir, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text,want", [("so 5+5=10. #### 10", "10"), ("The answer is 1,200 apples", "1200"),
-                                       ("costs $18.", "18"), ("nothing here", None)])
+                                       ("costs $18.", "18"), ("nothing here", None),
+                                       ("She has 5*3=15 apples", "15"), ("-4 degrees, then 12, 13,", "13")])
 def test_answer_fallback(text, want):
     assert answer_from_text(text) == want

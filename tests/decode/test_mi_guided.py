@@ -7,6 +7,7 @@ import torch
 
 from unmask.decode import TokenRule, attach, decode, parse_policy
 from unmask.decode.mi_guided import mi_greedy
+from unmask.decode.state import DecodeState
 from unmask.errors import UnmaskError
 from unmask.oracle import JointDenoiser
 
@@ -48,9 +49,18 @@ def test_mi_defers_dependent_positions():
     assert mi_greedy(h, masked, mi, 1.0, 5.0)[0].tolist() == [True, False, True, True]
     # Every taken token pays its own entropy: γ = 0.05 admits 0 (0.01) + 1 (0.02), not 2 (0.03).
     assert mi_greedy(h, masked, mi, 0.05, 0.0)[0].tolist() == [True, True, False, False]
-    # Unlike EB's Σ H − max H, the least certain token is not let in for free.
-    eb = parse_policy("eb:gamma=0.03")
-    assert eb.gamma == 0.03
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-9])  # the vectorised λ = 0 prefix and the greedy loop agree
+def test_mi_budget_charges_the_least_certain_token_unlike_eb(lam):
+    logits = torch.tensor([[[6.0, 0.0], [5.0, 0.0], [4.0, 0.0], [3.0, 0.0]]])  # entropies increase
+    state = DecodeState(torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool), logits,
+                        torch.zeros(1, 4, 1), 0, torch.zeros(1, dtype=torch.long))
+    h = -(state.probs * state.log_probs).sum(-1)  # (1, 4)
+    gamma = float(h[0, 0] + h[0, 1] + h[0, 2] / 2)
+    # EB's Σ H − max H lets the third token in for free; the MI budget charges every token.
+    assert parse_policy(f"eb:gamma={gamma}").select(state)[0].tolist() == [True, True, True, False]
+    assert mi_greedy(h, state.masked, torch.zeros(1, 4, 4), gamma, lam)[0].tolist() == [True, True, False, False]
 
 
 def test_exact_mi_policy_keeps_a_copied_pair_apart():

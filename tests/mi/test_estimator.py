@@ -47,6 +47,8 @@ def test_resumed_build_equals_uninterrupted(tmp_path):
     build_mi_data(load, prompts(), cfg, tmp_path / "b", progress=False)
     for k in (0, 2):
         shard_path(tmp_path / "b", k).unlink()
+    with pytest.raises(UnmaskError, match="2 of 3 MI data shards missing"):
+        load_mi_data(tmp_path / "b")  # never a silent subset
     assert build_mi_data(load, prompts(), cfg, tmp_path / "b", progress=False) == 2
     for k in range(3):
         assert shard_path(tmp_path / "a", k).read_bytes() == shard_path(tmp_path / "b", k).read_bytes()

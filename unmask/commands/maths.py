@@ -62,29 +62,26 @@ def _eval(args: argparse.Namespace) -> None:
 def _hf_eval(args: argparse.Namespace) -> None:
     import torch
 
-    from unmask.adapters.hf import HFDenoiser, answer_from_text, gsm8k_prompts
+    from unmask.adapters.hf import HFDenoiser, answer_from_text, generate_answers
     from unmask.decode import TokenRule, policy_spec
     from unmask.decode.semi_ar import SemiAR
-    from unmask.eval import decode_all
     from unmask.tasks.maths.data import read_problems
     from unmask.tasks.maths.task import with_budget
 
+    if args.block and args.gen_length % args.block:
+        raise UnmaskError(f"--gen-length {args.gen_length} is not a multiple of --block {args.block}")
+    problems = read_problems(args.problems)[: args.n]  # before a model load that may take minutes
+    rule = TokenRule(args.temperature)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     model, tok = HFDenoiser.from_pretrained(args.model_dir, trust_remote_code=args.trust_remote_code,
                                             shift_logits=args.shift_logits, device=args.device, dtype=dtype)
-    problems = read_problems(args.problems)[: args.n]
-    batch = gsm8k_prompts([p.question for p in problems], tok, model.mask_id, args.gen_length)
     policy = with_budget(policy_for(args.policy, model, args.model_dir), args.steps)
-    if args.block:
-        if args.gen_length % args.block:
-            raise UnmaskError(f"--gen-length {args.gen_length} is not a multiple of --block {args.block}")
-        policy = SemiAR(policy, args.block, batch.prompt_len)
-    run = decode_all(model, batch.tokens, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
-    texts = tok.batch_decode(run.result.tokens[:, batch.prompt_len :], skip_special_tokens=True)
-    correct = [answer_from_text(t) == p.answer for t, p in zip(texts, problems)]
-    spec = str(policy) if args.block else policy_spec(policy)
+    gen = generate_answers(model, tok, [p.question for p in problems], policy, args.gen_length, args.block, rule,
+                           args.batch_size, args.seed, progress=not args.json)
+    correct = [answer_from_text(t) == p.answer for t, p in zip(gen.texts, problems)]
+    spec = str(SemiAR(policy, args.block)) if args.block else policy_spec(policy)
     m = {"policy": spec, "n": len(problems), "accuracy": sum(correct) / len(problems),
-         "mean_nfe": float(run.result.nfe.double().mean()), "seconds": round(run.seconds, 2)}
+         "mean_nfe": float(gen.nfe.double().mean()), "seconds": round(gen.seconds, 2)}
     print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
 
 

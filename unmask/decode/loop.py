@@ -12,7 +12,6 @@ from typing import Protocol
 
 import torch
 
-from unmask.decode.rng import uniform
 from unmask.decode.state import DecodeState
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
@@ -39,14 +38,18 @@ class TokenRule:
             raise UnmaskError(f"temperature must be >= 0, got {self.temperature}")
 
     def choose(self, state: DecodeState) -> torch.Tensor:
-        """``(B, L)`` a token for every position (the loop keeps only the revealed ones)."""
+        """``(B, L)`` a value for every masked position (other positions keep their token)."""
         if self.temperature == 0:
             return state.logits.argmax(-1)
-        b, n, v = state.logits.shape
-        # Gumbel-max with batch-invariant uniforms: one uniform per (position, token).
-        u = uniform(state.seeds, state.step, n * v, TOKEN_SALT).view(b, n, v)  # (B, L, V)
-        gumbel = -torch.log(-torch.log(u.clamp(1e-7, 1 - 1e-7)))
-        return (state.logits.float() / self.temperature + gumbel).argmax(-1)
+        # Inverse-CDF sampling with one batch-invariant uniform per position, over masked rows only:
+        # memory stays O(masked · V) even for a 100k-token vocabulary.
+        probs = torch.softmax(state.logits[state.masked].float() / self.temperature, dim=-1)  # (K, V)
+        cdf = probs.cumsum(-1)  # (K, V)
+        u = state.uniform(TOKEN_SALT)[state.masked]  # (K,)
+        picked = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(1)  # first cdf > u
+        values = state.tokens.clone()
+        values[state.masked] = picked.clamp_max(probs.shape[-1] - 1)
+        return values
 
 
 @dataclass(frozen=True)

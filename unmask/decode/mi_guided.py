@@ -19,7 +19,7 @@ import torch
 
 from unmask.decode.registry import register
 from unmask.decode.scores import entropy
-from unmask.decode.state import DecodeState
+from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
 
 
@@ -29,6 +29,10 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, ga
     Args:
         h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0).
     """
+    if lam == 0:  # costs no longer depend on what was taken: sorted by entropy, the rule is a prefix
+        h_sorted = h.masked_fill(~masked, float("inf")).sort(dim=1, stable=True).values  # (B, L)
+        count = (h_sorted.cumsum(1) <= gamma).sum(1).clamp_min(1)  # (B,)
+        return take_top(-h, masked, count)
     b = h.shape[0]
     rows = torch.arange(b)
     order = h.masked_fill(~masked, float("inf")).argsort(dim=1, stable=True)  # (B, L) most certain first

@@ -3,8 +3,9 @@
 The generated region, from position ``start``, is cut into blocks of ``block`` positions; only the
 first block that still has masks is eligible, and the inner policy chooses among its positions.
 A fixed-budget inner policy's ``steps`` is its budget per block: the step it sees is the step
-within the block, ``step mod steps`` — exact when every block starts fully masked and has at
-least ``steps`` positions, LLaDA's setting.
+within the block, ``step mod steps``. That is exact when every block starts fully masked and has at
+least ``steps`` positions (LLaDA's setting); a block that starts with given tokens would end early
+and shift every later block's budget, so it is refused.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class SemiAR:
         first = torch.where(state.masked, blk, n).min(1).values  # (B,) first block with a mask
         eligible = state.masked & (blk[None] == first[:, None])  # (B, L)
         steps = getattr(self.inner, "steps", None)
+        if steps and state.step % steps == 0:  # a block starts: it must be whole
+            region = torch.arange(n) >= self.start  # (L,)
+            started = region[None] & (blk[None] == first[:, None]) & ~state.masked  # (B, L)
+            if started.any():
+                raise UnmaskError("semi_ar: a block starts with given tokens in it; a per-block budget needs fully masked blocks")
         inner_state = dataclasses.replace(state, masked=eligible, step=state.step % steps if steps else state.step)
         return self.inner.select(inner_state) & eligible
 

@@ -140,8 +140,9 @@ def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
     if not (d / MANIFEST).is_file():
         raise UnmaskError(f"{directory}: no MI data (build it with `unmask mi data`)")
     cfg = MIDataConfig(**json.loads((d / MANIFEST).read_text())["config"])
-    files = [shard_path(d, k) for k in range(cfg.shards) if shard_path(d, k).is_file()]
-    if not files:
-        raise UnmaskError(f"{directory}: no MI data shards (build them with `unmask mi data`)")
+    files = [shard_path(d, k) for k in range(cfg.shards)]
+    missing = sum(not f.is_file() for f in files)
+    if missing:  # an interrupted build: fitting on a silent subset would misreport the head
+        raise UnmaskError(f"{directory}: {missing} of {cfg.shards} MI data shards missing (rerun `unmask mi data`; it resumes)")
     parts = [dict(np.load(f)) for f in files]
     return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in parts[0]}

@@ -166,6 +166,12 @@ def test_semi_ar_goes_block_by_block():
     assert (steps.amax(-1)[:, :-1] < steps.amin(-1)[:, 1:]).all()  # block k finishes before k+1 starts
     with pytest.raises(UnmaskError, match="exceeds the block size"):
         SemiAR(parse_policy("top_prob:steps=20"), block=16)
+    given = prompts.clone()
+    given[1, 144 + 16 + 3] = 7  # a given token inside the second block would shorten its budget
+    with pytest.raises(UnmaskError, match="block starts with given tokens"):
+        decode(model, given, SemiAR(parse_policy("top_prob:steps=4"), block=16, start=144))
+    free = decode(model, given, SemiAR(parse_policy("eb"), block=16, start=144))  # adaptive: fine
+    assert free.tokens[1, 144 + 16 + 3] == 7
 
 
 def test_gsm_symbolic_split_by_template():

@@ -31,3 +31,9 @@ def extract_answer(text: str) -> str | None:
     if "####" not in text:
         return None
     return normalise_number(text.rsplit("####", 1)[1])
+
+
+def last_number(text: str) -> str | None:
+    """The last number in ``text``, normalised (the usual fallback when ``####`` is missing)."""
+    matches = _NUMBER.findall(text.replace("−", "-"))
+    return normalise_number(matches[-1]) if matches else None
