@@ -1,6 +1,6 @@
 """Does the maths MDM compute? Per-digit accuracy of the first equation's result from its operands.
 
-    python benchmarks/maths_digit_probe.py --model runs/maths/model --problems data/maths/val.jsonl
+    python benchmarks/maths_digit_probe.py                      # the shipped model, the standard val split
 
 For each problem the answer region is given up to the first ``=`` (the operands and the operator) and
 masked from there to the end, so no later copy of the result can be read off; one forward pass, then
@@ -19,9 +19,11 @@ from pathlib import Path
 
 import torch
 
+from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.eval import markdown_table
 from unmask.model import load_model
-from unmask.tasks.maths.data import read_problems
+from unmask.tasks.maths.arith import ArithConfig
+from unmask.tasks.maths.data import read_problems, standard_sets
 from unmask.tasks.maths.task import encode
 
 FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
@@ -50,15 +52,16 @@ def probe(model, problems) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="model directory")
-    p.add_argument("--problems", default="data/maths/val.jsonl")
+    p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
+    p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard val split, regenerated)")
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = p.parse_args()
     model = load_model(args.model, task="maths")
-    rows = probe(model, read_problems(args.problems)[: args.n])
+    problems = read_problems(args.problems) if args.problems else standard_sets(ArithConfig())["val"]
+    rows = probe(model, problems[: args.n])
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "problems": args.problems, "n": args.n}
+    meta = {"model": args.model, "problems": args.problems or "standard val split", "n": min(args.n, len(problems))}
     (args.out / "maths_digit_probe.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     table = markdown_table(rows, ["op", "place", "n", "accuracy %"])
     (args.out / "maths_digit_probe.md").write_text(table + "\n")

@@ -1,6 +1,6 @@
 """Exact final-answer accuracy vs decoding steps on the maths task (seed 004's GSM8K table, our scale).
 
-    python benchmarks/maths_policies.py --model runs/maths/model --problems data/maths/test.jsonl
+    python benchmarks/maths_policies.py            # the shipped model on the standard test split
 
 Fixed-budget policies (IID = random, Top-Prob, Top-Prob-Margin) run at every budget T and at the full
 budget (T = answer length: one position per pass); adaptive ones (EB, threshold, entropy budget) report
@@ -23,7 +23,8 @@ from unmask.decode import policy_spec
 from unmask.eval import markdown_table
 from unmask.model import load_model
 from unmask.plots import plot_pareto
-from unmask.tasks.maths.data import read_problems
+from unmask.tasks.maths.arith import ArithConfig
+from unmask.tasks.maths.data import read_problems, standard_sets
 from unmask.tasks.maths.task import evaluate, with_budget
 
 BUDGETS = [4, 5, 10, 15]
@@ -41,7 +42,7 @@ REFERENCE = [  # seed 004, 170M MDM on GSM8K
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL))
-    p.add_argument("--problems", default="data/maths/test.jsonl")
+    p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard test split, regenerated)")
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
@@ -49,7 +50,8 @@ def main() -> None:
     torch.set_num_threads(2)
     start = time.time()
     model = load_model(args.model, task="maths")
-    problems = read_problems(args.problems)[: args.n]
+    problems = read_problems(args.problems) if args.problems else standard_sets(ArithConfig())["test"]
+    problems = problems[: args.n]
     full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
     runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in [*BUDGETS, full] for name in FIXED]
     runs += [(policy_for(spec, model, args.model), None) for spec in ADAPTIVE]
@@ -60,7 +62,7 @@ def main() -> None:
                      "accuracy %": round(100 * m["accuracy"], 1), "seconds": m["seconds"]})
         print(rows[-1])
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "problems": args.problems, "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
+    meta = {"model": args.model, "problems": args.problems or "standard test split", "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "maths_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "accuracy %", "seconds"])
     (args.out / "maths_policies.md").write_text(table + "\n")

@@ -12,13 +12,10 @@ from unmask.errors import UnmaskError
 
 DEFAULT_MATHS_MODEL = Path(__file__).resolve().parent.parent / "models" / "maths"
 
-# The project's standard synthetic sets: name → (problems, seed). Test questions seen in train are dropped.
-STANDARD = {"train": (50_000, 1), "val": (500, 2), "test": (1_000, 3)}
-
 
 def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.arith import ArithConfig, generate
-    from unmask.tasks.maths.data import gsm_symbolic, write_problems
+    from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, standard_sets, write_problems
 
     if args.kind == "gsm":
         if not args.out:
@@ -32,12 +29,10 @@ def _generate(args: argparse.Namespace) -> None:
         write_problems(args.out, generate(cfg, args.n, args.seed))
         return
     out = Path(args.out or "data/maths")
-    seen: set[str] = set()
-    for name, (n, seed) in STANDARD.items():
-        problems = [p for p in generate(cfg, n, seed) if p.question not in seen]
-        seen |= {p.question for p in problems}
+    for name, problems in standard_sets(cfg).items():
         write_problems(out / f"{name}.jsonl", problems)
-        print(f"{name}: {len(problems)} problems ({n - len(problems)} seen before and dropped)", file=sys.stderr)
+        dropped = STANDARD_SETS[name][0] - len(problems)
+        print(f"{name}: {len(problems)} problems ({dropped} seen before and dropped)", file=sys.stderr)
 
 
 def _eval(args: argparse.Namespace) -> None:
@@ -46,11 +41,17 @@ def _eval(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.data import read_problems
     from unmask.tasks.maths.task import evaluate, with_budget
 
-    problems = read_problems(args.problems)[: args.n]
+    if args.problems:
+        problems = read_problems(args.problems)[: args.n]
+    else:  # the standard test split, regenerated (seeded): no files needed
+        from unmask.tasks.maths.arith import ArithConfig
+        from unmask.tasks.maths.data import standard_sets
+
+        problems = standard_sets(ArithConfig())["test"][: args.n or 200]
     model = load_model(args.model, task="maths")
     policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
     m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
-    m = {"policy": policy_spec(policy), "problems": str(args.problems), **m}
+    m = {"policy": policy_spec(policy), "problems": str(args.problems or "standard test split"), **m}
     if args.json:
         print(json.dumps(m))
     else:
@@ -115,7 +116,7 @@ def add_parser(sub) -> None:
     g.set_defaults(run=_generate)
 
     e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE")
-    e.add_argument("--problems", required=True, help="GSM8K-style JSONL")
+    e.add_argument("--problems", help="GSM8K-style JSONL (default: the first --n (200) of the standard test split)")
     e.add_argument("--policy", default="sequential", help="SPEC, e.g. top_prob, margin, random, eb:gamma=0.1")
     e.add_argument("--steps", type=positive_int, help="step budget T for fixed-budget policies (random, top_prob, margin)")
     e.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")

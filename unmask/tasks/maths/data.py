@@ -14,7 +14,7 @@ from pathlib import Path
 from unmask.errors import UnmaskError
 from unmask.io import atomic_write
 from unmask.tasks.maths.answer import extract_answer
-from unmask.tasks.maths.arith import Problem
+from unmask.tasks.maths.arith import ArithConfig, Problem, generate
 
 # Characters of reasoning-gym's worked solutions outside printable ASCII, and their ASCII forms.
 ASCII_FORMS = {"×": "*", "÷": "/", "•": "-", "−": "-", "–": "-", "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "\u00a0": " ",
@@ -86,3 +86,17 @@ def gsm_symbolic(n: int, seed: int, test: bool, test_every: int = 5) -> list[Pro
             if len(out) == n:
                 return out
         size *= 2
+
+
+# The project's standard synthetic sets: name → (problems, seed). Questions seen in an earlier set are dropped.
+STANDARD_SETS = {"train": (50_000, 1), "val": (500, 2), "test": (1_000, 3)}
+
+
+def standard_sets(cfg: ArithConfig) -> dict[str, list[Problem]]:
+    """The standard train/val/test problems of ``cfg``, later sets without questions seen before."""
+    seen: set[str] = set()
+    sets = {}
+    for name, (n, seed) in STANDARD_SETS.items():
+        sets[name] = [p for p in generate(cfg, n, seed) if p.question not in seen]
+        seen |= {p.question for p in sets[name]}
+    return sets
