@@ -7,9 +7,12 @@ import json
 import pytest
 
 from unmask.cli import main
+from unmask.commands.maths import DEFAULT_MATHS_MODEL
+from unmask.decode import parse_policy
 from unmask.model import load_model
 from unmask.tasks.maths.arith import ArithConfig, generate
 from unmask.tasks.maths.data import STANDARD_SETS, read_problems, standard_sets, write_problems
+from unmask.tasks.maths.task import evaluate
 
 TINY = ["--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", "32"]
 
@@ -65,3 +68,13 @@ def test_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_shipped_model_solves_unseen_problems():
+    """The shipped maths model on fresh problems (seed 99, none of them a training question)."""
+    seen = {p.question for p in standard_sets(ArithConfig())["train"]}
+    problems = [p for p in generate(ArithConfig(), 40, seed=99) if p.question not in seen][:24]
+    model = load_model(DEFAULT_MATHS_MODEL, task="maths")
+    m = evaluate(model, model.cfg, problems, parse_policy("sequential"))
+    assert m["n"] == 24 and m["mean_nfe"] == 48  # one position per pass over the 48-character answer region
+    assert m["accuracy"] >= 0.5  # measured 16/24 on this set
