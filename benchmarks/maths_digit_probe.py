@@ -22,8 +22,7 @@ import torch
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.eval import markdown_table
 from unmask.model import load_model
-from unmask.tasks.maths.arith import ArithConfig
-from unmask.tasks.maths.data import read_problems, standard_sets
+from unmask.tasks.maths.data import problems_or_standard
 from unmask.tasks.maths.task import encode
 
 FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
@@ -58,7 +57,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = p.parse_args()
     model = load_model(args.model, task="maths")
-    problems = read_problems(args.problems) if args.problems else standard_sets(ArithConfig())["val"]
+    problems = problems_or_standard(args.problems, "val")
     rows = probe(model, problems[: args.n])
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"model": args.model, "problems": args.problems or "standard val split", "n": min(args.n, len(problems))}

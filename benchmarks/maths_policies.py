@@ -23,8 +23,7 @@ from unmask.decode import policy_spec
 from unmask.eval import markdown_table
 from unmask.model import load_model
 from unmask.plots import plot_pareto
-from unmask.tasks.maths.arith import ArithConfig
-from unmask.tasks.maths.data import read_problems, standard_sets
+from unmask.tasks.maths.data import problems_or_standard
 from unmask.tasks.maths.task import evaluate, with_budget
 
 BUDGETS = [4, 5, 10, 15]
@@ -50,7 +49,7 @@ def main() -> None:
     torch.set_num_threads(2)
     start = time.time()
     model = load_model(args.model, task="maths")
-    problems = read_problems(args.problems) if args.problems else standard_sets(ArithConfig())["test"]
+    problems = problems_or_standard(args.problems, "test")
     problems = problems[: args.n]
     full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
     runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in [*BUDGETS, full] for name in FIXED]

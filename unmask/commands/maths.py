@@ -38,16 +38,11 @@ def _generate(args: argparse.Namespace) -> None:
 def _eval(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
     from unmask.model import load_model
-    from unmask.tasks.maths.data import read_problems
+    from unmask.tasks.maths.data import problems_or_standard
     from unmask.tasks.maths.task import evaluate, with_budget
 
-    if args.problems:
-        problems = read_problems(args.problems)[: args.n]
-    else:  # the standard test split, regenerated (seeded): no files needed
-        from unmask.tasks.maths.arith import ArithConfig
-        from unmask.tasks.maths.data import standard_sets
-
-        problems = standard_sets(ArithConfig())["test"][: args.n or 200]
+    limit = args.n if args.n or args.problems else 200  # without a file: the first 200 of the test split
+    problems = problems_or_standard(args.problems, "test")[:limit]
     model = load_model(args.model, task="maths")
     policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
     m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)

@@ -100,3 +100,8 @@ def standard_sets(cfg: ArithConfig) -> dict[str, list[Problem]]:
         sets[name] = [p for p in generate(cfg, n, seed) if p.question not in seen]
         seen |= {p.question for p in sets[name]}
     return sets
+
+
+def problems_or_standard(path: str | os.PathLike | None, split: str) -> list[Problem]:
+    """The problems of a JSONL file, or, without one, the standard ``split`` regenerated (seeded)."""
+    return read_problems(path) if path else standard_sets(ArithConfig())[split]
