@@ -21,7 +21,7 @@ from unmask.commands.common import policy_for
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.decode import policy_spec
 from unmask.eval import markdown_table
-from unmask.model import load_model
+from unmask.model import load_model, resolve_device
 from unmask.plots import plot_pareto
 from unmask.tasks.maths.data import problems_or_standard
 from unmask.tasks.maths.task import evaluate, with_budget
@@ -43,12 +43,13 @@ def main() -> None:
     p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL))
     p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard test split, regenerated)")
     p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--device", default="cpu", help="where the model runs, e.g. cuda (the decode loop stays on the CPU)")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
 
     torch.set_num_threads(2)
     start = time.time()
-    model = load_model(args.model, task="maths")
+    model = load_model(args.model, task="maths").to(resolve_device(args.device))
     problems = problems_or_standard(args.problems, "test")
     problems = problems[: args.n]
     full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
@@ -61,7 +62,7 @@ def main() -> None:
                      "accuracy %": round(100 * m["accuracy"], 1), "seconds": m["seconds"]})
         print(rows[-1])
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "problems": args.problems or "standard test split", "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
+    meta = {"model": args.model, "device": args.device, "problems": args.problems or "standard test split", "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "maths_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "accuracy %", "seconds"])
     (args.out / "maths_policies.md").write_text(table + "\n")

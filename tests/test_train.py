@@ -82,6 +82,37 @@ def test_refuses_to_overwrite_or_resume_wrongly(tmp_path):
         train(ConstantTask(), cfg, tmp_path / "none", resume=True, progress=False)
 
 
+def test_resume_may_move_to_another_device_and_batch(tmp_path):
+    cfg = TrainConfig(steps=3, batch_size=4, warmup=1, bf16=False, eval_every=3)
+    train(ConstantTask(), cfg, tmp_path / "r", progress=False)
+    more = TrainConfig(steps=5, batch_size=16, warmup=1, bf16=False, eval_every=3, device="cpu")
+    train(ConstantTask(), more, tmp_path / "r", resume=True, progress=False)
+    state = torch.load(tmp_path / "r" / CHECKPOINT, weights_only=False)
+    assert state["step"] == 5 and state["train_config"]["batch_size"] == 16
+    assert '"device": "cpu"' in (tmp_path / "r" / "log.jsonl").read_text()
+
+
+def test_device_errors_are_one_line(tmp_path):
+    with pytest.raises(UnmaskError, match="unknown device 'gpu0'"):
+        train(ConstantTask(), TrainConfig(steps=1, device="gpu0"), tmp_path / "g", progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(UnmaskError, match="no CUDA device"):
+            train(ConstantTask(), TrainConfig(steps=1, device="cuda"), tmp_path / "c", progress=False)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_training_and_cpu_decoding(tmp_path):
+    cfg = TrainConfig(steps=80, batch_size=32, lr=3e-3, warmup=10, eval_every=80, ckpt_every=40, device="cuda")
+    model = train(ConstantTask(), cfg, tmp_path / "run", progress=False)
+    assert model.tok.weight.is_cuda
+    tokens = torch.zeros(2, 8, dtype=torch.long)
+    logits, hidden = model(tokens)  # runs on the GPU, answers on the caller's device
+    assert logits.device == hidden.device == tokens.device
+    assert held_out_loss(model, cfg) < 0.7  # ≈ ln 4 = 1.39 untrained
+    cpu = TrainConfig(steps=90, batch_size=32, lr=3e-3, warmup=10, eval_every=80, ckpt_every=40)
+    assert not train(ConstantTask(), cpu, tmp_path / "run", resume=True, progress=False).tok.weight.is_cuda
+
+
 def test_suffix_masking_hides_everything_after_a_cut():
     x0 = torch.zeros(4000, 30, dtype=torch.long)
     maskable = torch.ones_like(x0, dtype=torch.bool)

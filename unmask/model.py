@@ -128,21 +128,36 @@ class TransformerDenoiser(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def forward(self, tokens: torch.Tensor) -> DenoiserOutput:
-        """Token ids ``(B, L)`` → logits ``(B, L, V)`` and hidden states ``(B, L, D)``."""
+        """Token ids ``(B, L)`` → logits ``(B, L, V)`` and hidden states ``(B, L, D)``.
+
+        Runs on the model's device and answers on the caller's, so the CPU decode loop can drive a GPU model.
+        """
         if tokens.shape[1] != self.cfg.seq_len:
             raise UnmaskError(f"model expects sequences of length {self.cfg.seq_len}, got {tokens.shape[1]}")
-        x = self.tok(tokens) + self.pos  # (B, L, D)
+        caller = tokens.device
+        x = self.tok(tokens.to(self.pos.device)) + self.pos  # (B, L, D)
         for k, emb in enumerate(self.feats):
             x = x + emb(self.position_ids[:, k])
         rope = (self.rope_cos, self.rope_sin) if self.cfg.rope else None
         for block in self.blocks:
             x = block(x, rope)
         h = self.ln_f(x)  # (B, L, D)
-        return DenoiserOutput(self.head(h), h)
+        return DenoiserOutput(self.head(h).to(caller), h.to(caller))
 
     def num_parameters(self) -> int:
         """Trainable parameter count."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def resolve_device(name: str) -> torch.device:
+    """The torch device called ``name`` ("cpu", "cuda", "cuda:1"); UnmaskError if unknown or absent here."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UnmaskError(f"unknown device {name!r} (try cpu or cuda)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UnmaskError(f"device {name!r}: no CUDA device is available here")
+    return device
 
 
 def save_model(model: TransformerDenoiser, directory: str | os.PathLike, extra: dict | None = None) -> None:

@@ -24,13 +24,14 @@ from tqdm import tqdm
 
 from unmask.errors import UnmaskError
 from unmask.io import atomic_write
-from unmask.model import ModelConfig, TransformerDenoiser, save_model
+from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model
 
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
-# Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals, and
-# the share of suffix masks (a change of data mix, e.g. switched on part-way through).
-RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "suffix_prob")
+# Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals, the
+# share of suffix masks (a change of data mix, e.g. switched on part-way through), and the machine:
+# the device and the batch it can afford (a CPU run continued on a GPU).
+RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "suffix_prob", "device", "batch_size")
 
 
 @dataclass
@@ -52,6 +53,7 @@ class TrainConfig:
     seed: int = 0  # seeds init and every data stream
     eval_every: int = 500  # steps between validations (and model exports)
     ckpt_every: int = 250  # steps between resumable checkpoints
+    device: str = "cpu"  # where the model trains ("cpu", "cuda", "cuda:1"); data and masks are always drawn on the CPU
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.mask_min < self.mask_max <= 1.0:
@@ -109,6 +111,8 @@ def mask_batch(
 def mdm_loss(model, x0, maskable, cfg: TrainConfig, gen: torch.Generator) -> torch.Tensor:
     """Masked-token cross-entropy, mean over sequences of the per-sequence mean (× 1/t if NELBO)."""
     xt, masked, t = mask_batch(x0, maskable, model_mask_id(model), cfg, gen)
+    device = next(model.parameters()).device
+    x0, xt, masked, t = (a.to(device, non_blocking=True) for a in (x0, xt, masked, t))
     with torch.autocast(x0.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
         logits = model(xt)[0]  # (B, L, V)
     nll = F.cross_entropy(logits.float().transpose(1, 2), x0, reduction="none")  # (B, L)
@@ -163,6 +167,7 @@ def train(
     ``model/`` (the latest exported safetensors model).
     """
     rank, world = _dist()
+    device = resolve_device(cfg.device)
     out = Path(out)
     ckpt_path = out / CHECKPOINT
     if not os.environ.get("OMP_NUM_THREADS"):  # an explicit thread count (e.g. beside another job) wins
@@ -172,7 +177,7 @@ def train(
     if resume:
         if not ckpt_path.is_file():
             raise UnmaskError(f"{ckpt_path}: nothing to resume")
-        state = torch.load(ckpt_path, weights_only=False)
+        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v)
         changed = [k for k in changed if k not in RESUMABLE_CHANGES]
         if changed:
@@ -182,7 +187,7 @@ def train(
             _truncate_log(out / LOG, state["step"])
     elif ckpt_path.exists():
         raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
-    model = task.model(model_cfg)
+    model = task.model(model_cfg).to(device)
     opt = _optimizer(model, cfg)
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
     step, elapsed = 0, 0.0
@@ -210,7 +215,7 @@ def train(
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            _validate(task, model, out, step, time.time() - start, loss.item(), rank, world)
+            _validate(task, model, out, step, time.time() - start, loss.item(), cfg.device, rank, world)
         if step % cfg.ckpt_every == 0 or step == cfg.steps:
             _checkpoint(model, opt, gen, cfg, out, step, time.time() - start, rank, world)
     bar.close()
@@ -224,11 +229,12 @@ def _truncate_log(path: Path, step: int) -> None:
         atomic_write(path, lambda p: Path(p).write_text("".join(k + "\n" for k in keep)))
 
 
-def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, rank: int, world: int) -> None:
+def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, device: str, rank: int, world: int) -> None:
     """Rank 0 validates, exports ``model/`` and appends to the log; the others wait."""
     if rank == 0:
         model.eval()
-        record = {"step": step, "minutes": round(elapsed / 60, 2), "train_loss": round(loss, 5), **task.validate(model)}
+        record = {"step": step, "minutes": round(elapsed / 60, 2), "device": device, "train_loss": round(loss, 5)}
+        record.update(task.validate(model))
         save_model(model, out / "model", {"train": record})
         with open(out / LOG, "a") as f:
             f.write(json.dumps(record) + "\n")
