@@ -15,19 +15,24 @@ DEFAULT_MATHS_MODEL = Path(__file__).resolve().parent.parent / "models" / "maths
 
 def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.arith import ArithConfig, generate
-    from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, standard_sets, write_problems
+    from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, read_problems, standard_sets, write_problems
 
-    if args.kind == "gsm":
-        if not args.out:
-            raise UnmaskError("--out FILE is required")
-        write_problems(args.out, gsm_symbolic(args.n, args.seed, test=args.split == "test"))
+    if args.standard and args.exclude:
+        raise UnmaskError("--exclude applies to a single set, not to --standard (whose sets exclude each other)")
+    if not args.standard and not args.out:
+        raise UnmaskError("--out FILE is required" + ("" if args.kind == "gsm" else " unless --standard is given"))
+    seen = {p.question for path in args.exclude or [] for p in read_problems(path)}
+    if not args.standard:
+        if args.kind == "gsm":
+            problems = gsm_symbolic(args.n, args.seed, test=args.split == "test")
+        else:
+            problems = generate(from_args(ArithConfig, args), args.n, args.seed)
+        kept = [p for p in problems if p.question not in seen]
+        write_problems(args.out, kept)
+        if args.exclude:
+            print(f"{len(kept)} problems ({len(problems) - len(kept)} in --exclude files dropped)", file=sys.stderr)
         return
     cfg = from_args(ArithConfig, args)
-    if not args.standard:
-        if not args.out:
-            raise UnmaskError("--out FILE is required unless --standard is given")
-        write_problems(args.out, generate(cfg, args.n, args.seed))
-        return
     out = Path(args.out or "data/maths")
     for name, problems in standard_sets(cfg).items():
         write_problems(out / f"{name}.jsonl", problems)
@@ -37,13 +42,14 @@ def _generate(args: argparse.Namespace) -> None:
 
 def _eval(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
-    from unmask.model import load_model
+    from unmask.model import load_model, resolve_device
     from unmask.tasks.maths.data import problems_or_standard
     from unmask.tasks.maths.task import evaluate, with_budget
 
+    device = resolve_device(args.device)
     limit = args.n if args.n or args.problems else 200  # without a file: the first 200 of the test split
     problems = problems_or_standard(args.problems, "test")[:limit]
-    model = load_model(args.model, task="maths")
+    model = load_model(args.model, task="maths").to(device)
     policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
     m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
     m = {"policy": policy_spec(policy), "problems": str(args.problems or "standard test split"), **m}
@@ -107,6 +113,7 @@ def add_parser(sub) -> None:
     g.add_argument("--split", choices=["train", "test"], default="test", help="gsm: templates of the train or the test split")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
+    g.add_argument("--exclude", action="append", metavar="JSONL", help="drop questions that appear in this file (repeatable), e.g. a test split")
     add_dataclass_args(g, ArithConfig)
     g.set_defaults(run=_generate)
 
@@ -118,6 +125,7 @@ def add_parser(sub) -> None:
     e.add_argument("--n", type=positive_int, help="only the first N problems")
     e.add_argument("--temperature", type=float, default=0.0)
     e.add_argument("--batch-size", type=positive_int, default=128)
+    e.add_argument("--device", default="cpu", help="where the model runs (the decode loop stays on the CPU)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_eval)
