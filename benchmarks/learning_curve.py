@@ -1,6 +1,9 @@
-"""Validation accuracy vs training minutes of a run (from its ``log.jsonl``): Markdown table + PNG.
+"""Validation accuracy vs training step of a run (from its ``log.jsonl``): Markdown table + PNG.
 
     python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+
+Records made on another device (a CPU run continued on a GPU) are marked by colour in the plot and
+named in the table's ``device`` column.
 """
 
 from __future__ import annotations
@@ -24,13 +27,18 @@ def main() -> None:
         for k in metrics:
             r[k] = round(100 * r[k], 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    table = markdown_table(rows, ["step", "minutes", "train_loss"] + metrics)
+    for r in rows:
+        r.setdefault("device", "cpu")  # logs from before the device field were CPU runs
+    table = markdown_table(rows, ["step", "minutes", "device", "train_loss"] + metrics)
     args.out.with_suffix(".md").write_text(table + "\n")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for k in metrics:
-        ax.plot([r["minutes"] for r in rows], [r[k] for r in rows], "o-", label=f"{k} (sequential, %)")
-    ax.set_xlabel("training minutes (2 CPU cores)")
+        ax.plot([r["step"] for r in rows], [r[k] for r in rows], "-", color="0.6")
+        for device in dict.fromkeys(r["device"] for r in rows):
+            on = [r for r in rows if r["device"] == device]
+            ax.plot([r["step"] for r in on], [r[k] for r in on], "o", label=f"{k} (sequential, %) on {device}")
+    ax.set_xlabel("optimizer step")
     ax.set_ylabel("exact-match accuracy %")
     ax.grid(alpha=0.3)
     ax.legend()

@@ -23,7 +23,7 @@ from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.eval import markdown_table
 from unmask.model import load_model
 from unmask.tasks.maths.data import problems_or_standard
-from unmask.tasks.maths.task import encode
+from unmask.tasks.maths.task import encode, shape
 
 FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = p.parse_args()
     model = load_model(args.model, task="maths")
-    problems = problems_or_standard(args.problems, "val")
+    problems = problems_or_standard(args.problems, "val", shape(model.cfg))
     rows = probe(model, problems[: args.n])
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"model": args.model, "problems": args.problems or "standard val split", "n": min(args.n, len(problems))}

@@ -24,7 +24,7 @@ from unmask.eval import markdown_table
 from unmask.model import load_model, resolve_device
 from unmask.plots import plot_pareto
 from unmask.tasks.maths.data import problems_or_standard
-from unmask.tasks.maths.task import evaluate, with_budget
+from unmask.tasks.maths.task import evaluate, shape, with_budget
 
 BUDGETS = [4, 5, 10, 15]
 FIXED = ["random", "top_prob", "margin"]
@@ -50,7 +50,7 @@ def main() -> None:
     torch.set_num_threads(2)
     start = time.time()
     model = load_model(args.model, task="maths").to(resolve_device(args.device))
-    problems = problems_or_standard(args.problems, "test")
+    problems = problems_or_standard(args.problems, "test", shape(model.cfg))
     problems = problems[: args.n]
     full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
     runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in [*BUDGETS, full] for name in FIXED]

@@ -44,12 +44,12 @@ def _eval(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
     from unmask.model import load_model, resolve_device
     from unmask.tasks.maths.data import problems_or_standard
-    from unmask.tasks.maths.task import evaluate, with_budget
+    from unmask.tasks.maths.task import evaluate, shape, with_budget
 
     device = resolve_device(args.device)
-    limit = args.n if args.n or args.problems else 200  # without a file: the first 200 of the test split
-    problems = problems_or_standard(args.problems, "test")[:limit]
     model = load_model(args.model, task="maths").to(device)
+    limit = args.n if args.n or args.problems else 200  # without a file: the first 200 of the test split
+    problems = problems_or_standard(args.problems, "test", shape(model.cfg))[:limit]
     policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
     m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
     m = {"policy": policy_spec(policy), "problems": str(args.problems or "standard test split"), **m}

@@ -9,10 +9,10 @@ import pytest
 from unmask.cli import main
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.decode import parse_policy
-from unmask.model import load_model
+from unmask.model import TransformerDenoiser, load_model, save_model
 from unmask.tasks.maths.arith import ArithConfig, generate
 from unmask.tasks.maths.data import STANDARD_SETS, read_problems, standard_sets, write_problems
-from unmask.tasks.maths.task import evaluate
+from unmask.tasks.maths.task import default_model_config, evaluate
 
 TINY = ["--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", "32"]
 
@@ -45,6 +45,13 @@ def test_eval_on_a_file_and_on_the_standard_split(trained, capsys):
     assert main(["maths", "eval", "--model", str(run / "model"), "--n", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 3 and out["problems"] == "standard test split" and out["mean_nfe"] == 48  # sequential
+
+
+def test_eval_refuses_the_standard_split_for_a_model_of_another_shape(tmp_path, capsys):
+    save_model(TransformerDenoiser(default_model_config(prompt_len=160, answer_len=64)), tmp_path / "m")
+    assert main(["maths", "eval", "--model", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "160 + 64 positions" in err and "--problems" in err and err.count("\n") == 1
 
 
 def test_standard_sets_are_disjoint_and_match_generate(tmp_path, capsys):

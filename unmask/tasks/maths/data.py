@@ -90,6 +90,7 @@ def gsm_symbolic(n: int, seed: int, test: bool, test_every: int = 5) -> list[Pro
 
 # The project's standard synthetic sets: name → (problems, seed). Questions seen in an earlier set are dropped.
 STANDARD_SETS = {"train": (50_000, 1), "val": (500, 2), "test": (1_000, 3)}
+STANDARD_SHAPE = (144, 48)  # question and answer positions of a model for the standard sets (ArithConfig())
 
 
 def standard_sets(cfg: ArithConfig) -> dict[str, list[Problem]]:
@@ -102,6 +103,15 @@ def standard_sets(cfg: ArithConfig) -> dict[str, list[Problem]]:
     return sets
 
 
-def problems_or_standard(path: str | os.PathLike | None, split: str) -> list[Problem]:
-    """The problems of a JSONL file, or, without one, the standard ``split`` regenerated (seeded)."""
-    return read_problems(path) if path else standard_sets(ArithConfig())[split]
+def problems_or_standard(path: str | os.PathLike | None, split: str, shape: tuple[int, int] = STANDARD_SHAPE) -> list[Problem]:
+    """The problems of a JSONL file, or, without one, the standard ``split`` regenerated (seeded).
+
+    ``shape`` is the model's (question, answer) positions: a model of another shape was trained on
+    other problems (e.g. ``--steps 3``), so it must be given its file rather than silently scored here.
+    """
+    if path:
+        return read_problems(path)
+    if tuple(shape) != STANDARD_SHAPE:
+        raise UnmaskError(f"a model with {shape[0]} + {shape[1]} positions was not made for the standard "
+                          f"{split} split ({STANDARD_SHAPE[0]} + {STANDARD_SHAPE[1]}); pass --problems FILE")
+    return standard_sets(ArithConfig())[split]

@@ -34,6 +34,11 @@ def default_model_config(prompt_len: int = 144, answer_len: int = 48) -> ModelCo
     )
 
 
+def shape(cfg: ModelConfig) -> tuple[int, int]:
+    """(question, answer) positions of a maths model."""
+    return cfg.prompt_len, cfg.seq_len - cfg.prompt_len
+
+
 def encode(problems: list[Problem], cfg: ModelConfig, with_answers: bool) -> torch.Tensor:
     """``(N, L)`` ids: questions left-padded, answers (with EOS) or a masked answer region."""
     a_len = cfg.seq_len - cfg.prompt_len
