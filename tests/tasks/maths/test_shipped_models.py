@@ -1,0 +1,31 @@
+"""The shipped maths models on their standard test splits (no test question is in any training set)."""
+
+from __future__ import annotations
+
+from unmask.commands.maths import DEFAULT_MATHS_MODEL
+from unmask.decode import parse_policy
+from unmask.model import load_model
+from unmask.tasks.maths.arith import ArithConfig
+from unmask.tasks.maths.data import standard_sets
+from unmask.tasks.maths.task import evaluate
+
+THREE_STEP_MODEL = DEFAULT_MATHS_MODEL.parent / "maths-3step"
+
+
+def test_two_step_model_solves_test_problems_even_in_parallel():
+    problems = standard_sets(ArithConfig())["test"][:24]
+    model = load_model(DEFAULT_MATHS_MODEL, task="maths")
+    m = evaluate(model, model.cfg, problems, parse_policy("sequential"))
+    assert m["n"] == 24 and m["mean_nfe"] == 48  # one position per pass over the 48-character answer region
+    assert m["accuracy"] >= 0.9  # measured 24/24 (99.8 % on all 999)
+    m = evaluate(model, model.cfg, problems, parse_policy("top_prob:steps=4"))
+    assert m["mean_nfe"] == 4 and m["accuracy"] >= 0.9  # measured 24/24: this task no longer punishes parallel steps
+
+
+def test_three_step_model_needs_its_steps():
+    problems = standard_sets(ArithConfig(steps=3))["test"][:24]
+    model = load_model(THREE_STEP_MODEL, task="maths")
+    seq = evaluate(model, model.cfg, problems, parse_policy("sequential"))
+    assert seq["mean_nfe"] == 72 and seq["accuracy"] >= 0.9  # measured 24/24
+    par = evaluate(model, model.cfg, problems, parse_policy("top_prob:steps=4"))
+    assert par["mean_nfe"] == 4 and par["accuracy"] <= seq["accuracy"] - 0.15  # measured 16/24: chained results break
