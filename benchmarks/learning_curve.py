@@ -1,6 +1,8 @@
 """Validation accuracy vs training step of a run (from its ``log.jsonl``): Markdown table + PNG.
 
     python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+    python benchmarks/learning_curve.py benchmarks/results/maths_runs/gpu-continue.jsonl \
+        --out benchmarks/results/maths_learning_curve
 
 Records made on another device (a CPU run continued on a GPU) are marked by colour in the plot and
 named in the table's ``device`` column.
@@ -18,10 +20,11 @@ from unmask.plots import pyplot
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run", type=Path, help="run directory with log.jsonl")
+    p.add_argument("run", type=Path, help="run directory with log.jsonl, or a log file itself")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve"), help="path prefix of .md/.png")
     args = p.parse_args()
-    rows = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines() if line]
+    log = args.run / "log.jsonl" if args.run.is_dir() else args.run
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line]
     metrics = [k for k in rows[0] if k.endswith("_acc")]
     for r in rows:
         for k in metrics:

@@ -57,6 +57,15 @@ def plot_mi_map(puzzle: np.ndarray, maps: dict[str, np.ndarray], cell: int, out:
     plt.close(fig)
 
 
+def _plain_log_ticks(axis) -> None:
+    """Ticks at powers of two labelled as plain numbers (1, 2, 4, …), no crowded minor labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=2))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
     """Mean NFE (log x) vs accuracy, one marker per row, grouped by ``row['set']`` and policy name."""
     plt = pyplot()
@@ -71,6 +80,7 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
             rs = sorted(rs, key=lambda r: r["mean_nfe"])
             ax.plot([r["mean_nfe"] for r in rs], [r["accuracy %"] for r in rs], "o-", label=name)
         ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
         ax.set_xlabel("mean NFE (forward passes per sequence)")
         ax.set_ylabel("exact-match accuracy %")
         ax.set_title(f"{title}: {s}")
