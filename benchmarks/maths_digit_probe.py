@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
-from unmask.eval import markdown_table
+from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model
 from unmask.tasks.maths.data import problems_or_standard
 from unmask.tasks.maths.task import encode, shape
@@ -60,7 +60,7 @@ def main() -> None:
     problems = problems_or_standard(args.problems, "val", shape(model.cfg))
     rows = probe(model, problems[: args.n])
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "problems": args.problems or "standard val split", "n": min(args.n, len(problems))}
+    meta = {"model": shown_path(args.model), "problems": args.problems or "standard val split", "n": min(args.n, len(problems))}
     (args.out / "maths_digit_probe.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     table = markdown_table(rows, ["op", "place", "n", "accuracy %"])
     (args.out / "maths_digit_probe.md").write_text(table + "\n")

@@ -20,7 +20,7 @@ import torch
 from unmask.commands.common import policy_for
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.decode import policy_spec
-from unmask.eval import markdown_table
+from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model, resolve_device
 from unmask.plots import plot_pareto
 from unmask.tasks.maths.data import problems_or_standard
@@ -62,7 +62,7 @@ def main() -> None:
                      "accuracy %": round(100 * m["accuracy"], 1), "seconds": m["seconds"]})
         print(rows[-1])
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "device": args.device, "problems": args.problems or "standard test split", "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
+    meta = {"model": shown_path(args.model), "device": args.device, "problems": args.problems or "standard test split", "n": len(problems), "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "maths_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "accuracy %", "seconds"])
     (args.out / "maths_policies.md").write_text(table + "\n")

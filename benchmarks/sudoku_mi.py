@@ -22,7 +22,7 @@ import torch
 from unmask.commands.common import DEFAULT_SUDOKU_MODEL, policy_for
 from unmask.decode import parse_policy, policy_spec
 from unmask.decode.mi_guided import MIGuided
-from unmask.eval import markdown_table
+from unmask.eval import markdown_table, shown_path
 from unmask.mi import exact_mi
 from unmask.mi.estimator import load_head
 from unmask.mi.maps import structure_score, sudoku_peers
@@ -103,7 +103,7 @@ def main() -> None:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     struct = {name: structure(model, head, data, min(200, len(data))) for name, data in sets.items()}
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"model": args.model, "parameters": model.num_parameters(), "head_parameters": head.num_parameters(),
+    meta = {"model": shown_path(args.model), "parameters": model.num_parameters(), "head_parameters": head.num_parameters(),
             "n": args.n, "exact_n": args.exact_n, "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "sudoku_mi.json").write_text(json.dumps({"meta": meta, "rows": rows, "structure": struct, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "probe_passes", "seconds"])

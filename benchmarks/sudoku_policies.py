@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from unmask.cli import DEFAULT_SUDOKU_MODEL
-from unmask.eval import markdown_table
+from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model, read_config
 from unmask.tasks.sudoku.data import SudokuSet, read_puzzles, write_puzzles
 from unmask.tasks.sudoku.generate import STANDARD_SETS, generate
@@ -63,7 +63,7 @@ def main() -> None:
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     meta = {
-        "model": args.model, "parameters": model.num_parameters(), "train": read_config(args.model).get("train"),
+        "model": shown_path(args.model), "parameters": model.num_parameters(), "train": read_config(args.model).get("train"),
         "n": args.n, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
         "threads": torch.get_num_threads(), "minutes": round((time.time() - start) / 60, 1),
     }

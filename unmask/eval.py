@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -52,3 +54,10 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a results file should record it: relative to the working directory when inside it,
+    so that committed results carry no machine-specific prefix."""
+    full = Path(path).resolve()
+    return str(full.relative_to(Path.cwd())) if full.is_relative_to(Path.cwd()) else str(path)
