@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from unmask.commands.common import positive_int
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model
@@ -53,7 +54,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
     p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard val split, regenerated)")
-    p.add_argument("--n", type=int, default=500)
+    p.add_argument("--n", type=positive_int, default=500)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = p.parse_args()
     model = load_model(args.model, task="maths")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import policy_for
+from unmask.commands.common import policy_for, positive_int
 from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.decode import policy_spec
 from unmask.eval import markdown_table, shown_path
@@ -42,7 +42,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL))
     p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard test split, regenerated)")
-    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--n", type=positive_int, default=1000)
     p.add_argument("--device", default="cpu", help="where the model runs, e.g. cuda (the decode loop stays on the CPU)")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()

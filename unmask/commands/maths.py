@@ -17,16 +17,18 @@ def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.arith import ArithConfig, generate
     from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, read_problems, standard_sets, write_problems
 
+    _refuse_ignored_flags(args)
     if args.standard and args.exclude:
         raise UnmaskError("--exclude applies to a single set, not to --standard (whose sets exclude each other)")
     if not args.standard and not args.out:
         raise UnmaskError("--out FILE is required" + ("" if args.kind == "gsm" else " unless --standard is given"))
     seen = {p.question for path in args.exclude or [] for p in read_problems(path)}
+    n, seed = args.n or 1000, args.seed or 0  # the flags default to None so that a given one can be told apart
     if not args.standard:
         if args.kind == "gsm":
-            problems = gsm_symbolic(args.n, args.seed, test=args.split == "test")
+            problems = gsm_symbolic(n, seed, test=args.split != "train")
         else:
-            problems = generate(from_args(ArithConfig, args), args.n, args.seed)
+            problems = generate(from_args(ArithConfig, args), n, seed)
         kept = [p for p in problems if p.question not in seen]
         write_problems(args.out, kept)
         if args.exclude:
@@ -38,6 +40,24 @@ def _generate(args: argparse.Namespace) -> None:
         write_problems(out / f"{name}.jsonl", problems)
         dropped = STANDARD_SETS[name][0] - len(problems)
         print(f"{name}: {len(problems)} problems ({dropped} seen before and dropped)", file=sys.stderr)
+
+
+def _refuse_ignored_flags(args: argparse.Namespace) -> None:
+    """A flag that the chosen kind of set would ignore is an error, never silently dropped."""
+    import dataclasses
+
+    from unmask.tasks.maths.arith import ArithConfig
+
+    if args.kind == "gsm":
+        given = ["--" + f.name.replace("_", "-") for f in dataclasses.fields(ArithConfig) if getattr(args, f.name) is not None]
+        if args.standard:
+            given.append("--standard")
+        if given:
+            raise UnmaskError(f"{', '.join(given)}: not used with --kind gsm")
+    elif args.split is not None:
+        raise UnmaskError("--split: only for --kind gsm")
+    if args.standard and (args.n is not None or args.seed is not None):
+        raise UnmaskError("--n/--seed: the --standard sets have fixed sizes and seeds")
 
 
 def _eval(args: argparse.Namespace) -> None:
@@ -65,14 +85,15 @@ def _hf_eval(args: argparse.Namespace) -> None:
     import torch
 
     from unmask.adapters.hf import HFDenoiser, answer_from_text, generate_answers
-    from unmask.decode import TokenRule, policy_spec
+    from unmask.decode import TokenRule, parse_policy, policy_spec
     from unmask.decode.semi_ar import SemiAR
     from unmask.tasks.maths.data import read_problems
     from unmask.tasks.maths.task import with_budget
 
     if args.block and args.gen_length % args.block:
         raise UnmaskError(f"--gen-length {args.gen_length} is not a multiple of --block {args.block}")
-    problems = read_problems(args.problems)[: args.n]  # before a model load that may take minutes
+    with_budget(parse_policy(args.policy), args.steps)  # these checks come before a load that may take minutes
+    problems = read_problems(args.problems)[: args.n]
     rule = TokenRule(args.temperature)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     model, tok = HFDenoiser.from_pretrained(args.model_dir, trust_remote_code=args.trust_remote_code,
@@ -108,9 +129,9 @@ def add_parser(sub) -> None:
     ms = maths.add_subparsers(dest="action", required=True)
     g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')")
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
-    g.add_argument("--n", type=positive_int, default=1000)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--split", choices=["train", "test"], default="test", help="gsm: templates of the train or the test split")
+    g.add_argument("--n", type=positive_int, help="problems (default 1000)")
+    g.add_argument("--seed", type=int, help="default 0")
+    g.add_argument("--split", choices=["train", "test"], help="gsm: templates of the train or the test split (default test)")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
     g.add_argument("--exclude", action="append", metavar="JSONL", help="drop questions that appear in this file (repeatable), e.g. a test split")

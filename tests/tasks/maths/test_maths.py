@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+from itertools import islice
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from unmask.decode.semi_ar import SemiAR
 from unmask.errors import UnmaskError
 from unmask.model import TransformerDenoiser
 from unmask.tasks.maths.answer import extract_answer, normalise_number
-from unmask.tasks.maths.arith import ArithConfig, generate, make_problem, max_value
+from unmask.tasks.maths.arith import ArithConfig, Problem, generate, make_problem, max_value
 from unmask.tasks.maths.data import read_problems, write_problems
 from unmask.tasks.maths.task import TOKENIZER, MathsTask, default_model_config, encode, evaluate, with_budget
 
@@ -65,7 +66,7 @@ def test_carries_occur():
 
 @pytest.mark.parametrize("text,want", [
     ("#### 1,234", "1234"), ("so #### -5.50 apples", "-5.5"), ("#### +7", "7"), ("#### 0.0", "0"),
-    ("####-0", "0"), ("a #### 3 then #### 4", "4"), ("#### .5", "0.5"), ("#### 007", "7"),
+    ("####-0", "0"), ("a #### 3 then #### 4", "3"), ("#### .5", "0.5"), ("#### 007", "7"),
     ("no marker 5", None), ("#### ", None), ("#### five", None), ("#### 1,000,000", "1000000"),
     ("#### −12", "-12"), ("#### $18.", "18"),
 ])
@@ -113,6 +114,9 @@ def test_files_round_trip_and_errors(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(UnmaskError, match=msg):
             read_problems(tmp_path / name)
+    (tmp_path / "latin1.jsonl").write_bytes('{"question": "caf\u00e9", "answer": "#### 1"}'.encode("latin-1"))
+    with pytest.raises(UnmaskError, match="latin1.jsonl: cannot read it as UTF-8"):
+        read_problems(tmp_path / "latin1.jsonl")
 
 
 def tiny_maths_model() -> TransformerDenoiser:
@@ -130,7 +134,16 @@ def test_budget_policies_never_exceed_T(name, steps):
     policy = with_budget(parse_policy(name), steps)
     m = evaluate(model, model.cfg, probs, policy)
     assert m["max_nfe"] <= steps and m["mean_nfe"] == steps  # 48 masked ≥ T: exactly T
-    assert with_budget(parse_policy("eb:gamma=0.1"), steps) == parse_policy("eb:gamma=0.1")
+    with pytest.raises(UnmaskError, match="has no step budget"):  # never silently ignored
+        with_budget(parse_policy("eb:gamma=0.1"), steps)
+    assert with_budget(parse_policy("eb:gamma=0.1"), None) == parse_policy("eb:gamma=0.1")
+
+
+def test_task_refuses_a_validation_problem_that_does_not_fit_before_training():
+    model = tiny_maths_model()
+    long = Problem("x" * 145, "#### 1", "1")
+    with pytest.raises(UnmaskError, match="validation problem 2: question of 145 characters"):
+        MathsTask(generate(ArithConfig(), 4, seed=0), model.cfg, val=[generate(ArithConfig(), 1, seed=0)[0], long])
 
 
 def test_task_masks_only_the_answer_region():
@@ -176,11 +189,30 @@ def test_semi_ar_goes_block_by_block():
 
 def test_gsm_symbolic_split_by_template():
     pytest.importorskip("reasoning_gym")
-    from unmask.tasks.maths.data import gsm_symbolic
+    from unmask.tasks.maths.data import gsm_entries, gsm_symbolic
 
     train, test = gsm_symbolic(12, seed=0, test=False), gsm_symbolic(4, seed=0, test=True)
     assert len(train) == 12 and len(test) == 4
     assert not {p.question for p in train} & {p.question for p in test}
+    # the split is by template, not by position: no template of one split ever appears in the other
+    seen = {split: {t for t, _ in islice(gsm_entries(0, split), 2500)} for split in (False, True)}
+    assert seen[True] and seen[False] and not seen[True] & seen[False]
+    assert all(t % 5 == 0 for t in seen[True])
+    # 1500 train entries cross the first 1024-item dataset: the doubled one goes on where it ended
+    import reasoning_gym
+
+    ds = reasoning_gym.create_dataset("gsm_symbolic", size=4096, seed=0)
+    direct = [ds[i]["question"] for i in range(4096) if ds.task_indices[i] % 5][:1500]
+    assert [e["question"] for _, e in islice(gsm_entries(0, False), 1500)] == direct
     for p in train + test:
         assert p.question.isascii() and extract_answer(p.solution) == p.answer
         TOKENIZER.encode(p.question + p.solution)  # every character is in the vocabulary
+
+
+@pytest.mark.parametrize("test_every", [0, 1, 21])
+def test_gsm_split_needs_a_real_split(test_every):
+    pytest.importorskip("reasoning_gym")
+    from unmask.tasks.maths.data import gsm_entries
+
+    with pytest.raises(UnmaskError, match="test_every"):
+        next(gsm_entries(0, True, test_every))

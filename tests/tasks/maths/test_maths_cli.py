@@ -80,6 +80,13 @@ def test_generate_excludes_questions_of_other_files(tmp_path, capsys):
     (["maths", "generate", "--n", "3", "--out", "o.jsonl", "--exclude", "missing.jsonl"], "missing.jsonl"),
     (["maths", "eval", "--problems", "missing.jsonl"], "missing.jsonl"),
     (["maths", "eval", "--model", "nowhere"], "nowhere"),
+    (["maths", "generate", "--kind", "gsm", "--standard"], "--standard: not used with --kind gsm"),
+    (["maths", "generate", "--kind", "gsm", "--steps", "3", "--out", "o.jsonl"], "--steps: not used with --kind gsm"),
+    (["maths", "generate", "--split", "train", "--out", "o.jsonl"], "--split: only for --kind gsm"),
+    (["maths", "generate", "--standard", "--n", "5"], "--n/--seed: the --standard sets"),
+    (["maths", "eval", "--policy", "eb", "--steps", "4"], "has no step budget"),
+    (["maths", "hf-eval", "--model-dir", "nowhere", "--problems", "p.jsonl", "--policy", "threshold", "--steps", "4"],
+     "has no step budget"),  # found before any model load
 ])
 def test_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 2

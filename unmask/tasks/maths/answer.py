@@ -27,10 +27,14 @@ def normalise_number(text: str) -> str | None:
 
 
 def extract_answer(text: str) -> str | None:
-    """The number after the last ``####`` (GSM8K), normalised; None if there is no ``####`` number."""
+    """The number after the first ``####`` (GSM8K), normalised; None if there is no ``####`` number.
+
+    The first, as lm-evaluation-harness's strict match: a model that goes on to invent a new question
+    and its ``####`` answer is scored on its own answer, not on the invented one.
+    """
     if "####" not in text:
         return None
-    return normalise_number(text.rsplit("####", 1)[1])
+    return normalise_number(text.split("####", 2)[1])
 
 
 def last_number(text: str) -> str | None:

@@ -39,7 +39,11 @@ def read_problems(path: str | os.PathLike) -> list[Problem]:
     if not path.is_file():
         raise UnmaskError(f"{path}: no such file")
     out = []
-    for line, text in enumerate(path.read_text().splitlines(), start=1):
+    try:
+        content = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UnmaskError(f"{path}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
+    for line, text in enumerate(content.splitlines(), start=1):
         if not text.strip():
             continue
         try:
@@ -60,32 +64,50 @@ def read_problems(path: str | os.PathLike) -> list[Problem]:
 def gsm_symbolic(n: int, seed: int, test: bool, test_every: int = 5) -> list[Problem]:
     """``n`` gsm_symbolic problems (reasoning-gym), split by template so test templates are unseen.
 
-    Templates whose index is a multiple of ``test_every`` form the test split; the others train.
+    Templates whose number is a multiple of ``test_every`` form the test split; the others train.
     Needs ``pip install 'unmask[gsm]'`` (reasoning-gym runs offline).
     """
-    if n < 1 or seed < 0:
-        raise UnmaskError(f"need n >= 1 and seed >= 0, got n={n}, seed={seed}")
+    if n < 1:
+        raise UnmaskError(f"need n >= 1, got n={n}")
+    out = []
+    for _, entry in gsm_entries(seed, test, test_every):
+        meta = entry["metadata"]
+        solution = to_ascii(meta.get("answer_cot") or "").strip()
+        if "####" not in solution:
+            solution = f"{solution}\n#### {entry['answer']}".strip()
+        value = extract_answer(solution)
+        question = to_ascii(entry["question"].replace(SUFFIX, ""))
+        if value is not None and (question + solution).isascii():  # skip the rare exotic symbol
+            out.append(Problem(question, solution, value))
+        if len(out) == n:
+            return out
+    raise AssertionError("unreachable: gsm_entries never ends")
+
+
+def gsm_entries(seed: int, test: bool, test_every: int = 5):
+    """(template number, reasoning-gym entry) pairs of one split's templates, endless, in dataset order.
+
+    reasoning-gym draws item ``idx``'s template as ``task_indices[idx]`` (its ``source_index`` is only
+    the position), so the split reads the template from there and builds only the entries it keeps.
+    """
+    if seed < 0 or not 2 <= test_every <= 20:
+        raise UnmaskError(f"need seed >= 0 and 2 <= test_every <= 20, got seed={seed}, test_every={test_every}")
     try:
         import reasoning_gym
     except ImportError:
         raise UnmaskError("gsm_symbolic problems need reasoning-gym: pip install 'unmask[gsm]'") from None
-    size = 4 * n
-    while True:  # about 1 in test_every templates is a test one: draw more until n fit
-        out = []
-        for e in reasoning_gym.create_dataset("gsm_symbolic", size=size, seed=seed):
-            meta = e["metadata"]
-            if (meta["source_index"] % test_every == 0) != test:
-                continue
-            solution = to_ascii(meta.get("answer_cot") or "").strip()
-            if "####" not in solution:
-                solution = f"{solution}\n#### {e['answer']}".strip()
-            value = extract_answer(solution)
-            question = to_ascii(e["question"].replace(SUFFIX, ""))
-            if value is not None and (question + solution).isascii():  # skip the rare exotic symbol
-                out.append(Problem(question, solution, value))
-            if len(out) == n:
-                return out
-        size *= 2
+    start, size, templates = 0, 1024, []
+    while True:  # a dataset of twice the size draws the same items first: go on where the last one ended
+        ds = reasoning_gym.create_dataset("gsm_symbolic", size=size, seed=seed)
+        if list(ds.task_indices[:start]) != templates:
+            raise UnmaskError("this reasoning-gym version draws gsm_symbolic templates differently; pin reasoning-gym")
+        templates = list(ds.task_indices)
+        kept = [idx for idx in range(start, size) if (templates[idx] % test_every == 0) == test]
+        if start == 0 and not kept:
+            raise UnmaskError(f"no gsm_symbolic template is in the {'test' if test else 'train'} split of test_every={test_every}")
+        for idx in kept:
+            yield templates[idx], ds[idx]
+        start, size = size, 2 * size
 
 
 # The project's standard synthetic sets: name → (problems, seed). Questions seen in an earlier set are dropped.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from unmask.decode import Policy, TokenRule
+from unmask.decode import Policy, TokenRule, policy_spec
 from unmask.decode.sequential import Sequential
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
@@ -52,9 +52,14 @@ def encode(problems: list[Problem], cfg: ModelConfig, with_answers: bool) -> tor
 
 
 def with_budget(policy: Policy, steps: int | None) -> Policy:
-    """The policy with its fixed step budget set to ``steps`` (adaptive policies are unchanged)."""
-    if steps is None or not any(f.name == "steps" for f in dataclasses.fields(policy)):
+    """The policy with its fixed step budget set to ``steps``; ``None`` leaves it as it is.
+
+    An adaptive policy has no budget to set: asking for one is an UnmaskError, not a silent no-op.
+    """
+    if steps is None:
         return policy
+    if not any(f.name == "steps" for f in dataclasses.fields(policy)):
+        raise UnmaskError(f"{policy_spec(policy)} has no step budget: --steps applies to random, top_prob and margin")
     return dataclasses.replace(policy, steps=steps)
 
 
@@ -95,6 +100,11 @@ class MathsTask:
 
     def __post_init__(self) -> None:
         self._tokens = encode(self.problems, self.cfg, with_answers=True)  # (N, L)
+        try:  # now, not at the first validation hours later
+            if self.val:
+                encode(self.val, self.cfg, with_answers=False)
+        except UnmaskError as e:
+            raise UnmaskError(f"validation {e}") from None
         self._maskable = torch.arange(self.cfg.seq_len) >= self.cfg.prompt_len  # (L,)
 
     def model(self, cfg: ModelConfig | None) -> TransformerDenoiser:
