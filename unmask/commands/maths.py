@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -44,8 +45,6 @@ def _generate(args: argparse.Namespace) -> None:
 
 def _refuse_ignored_flags(args: argparse.Namespace) -> None:
     """A flag that the chosen kind of set would ignore is an error, never silently dropped."""
-    import dataclasses
-
     from unmask.tasks.maths.arith import ArithConfig
 
     if args.kind == "gsm":

@@ -58,7 +58,7 @@ def with_budget(policy: Policy, steps: int | None) -> Policy:
     """
     if steps is None:
         return policy
-    if not any(f.name == "steps" for f in dataclasses.fields(policy)):
+    if not hasattr(policy, "steps"):  # as SemiAR tells a fixed-budget policy
         raise UnmaskError(f"{policy_spec(policy)} has no step budget: --steps applies to random, top_prob and margin")
     return dataclasses.replace(policy, steps=steps)
 
