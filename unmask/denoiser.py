@@ -27,10 +27,13 @@ class Denoiser(Protocol):
         vocab_size: V, the number of tokens the model predicts (last dim of ``logits``).
         mask_id: the input id of a masked position. It may lie outside ``range(V)``; if inside,
             decoding never chooses it.
+        device: where the model runs; the decode loop keeps its tensors there, and the outputs of
+            ``__call__`` should be there too (no per-step copies).
     """
 
     vocab_size: int
     mask_id: int
+    device: torch.device
 
     def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
         """One forward pass on token ids ``(B, L)``."""

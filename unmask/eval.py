@@ -1,24 +1,32 @@
-"""Batched evaluation helpers shared by every task: decode a whole dataset, time it."""
+"""The one evaluator every task uses: decode a whole set, score it, report the same figures.
+
+:func:`decode_all` decodes a set in batches on the model's device, giving sequence k the seed
+``seed + k`` so results never depend on the batch size; under ``torchrun --nproc_per_node N`` it
+shards the set across the processes (sequence k on rank k mod N) and merges them back, identical to
+one process. :func:`evaluate` adds the task's scoring; :func:`compare` runs many policies on many sets.
+"""
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from unmask.decode import DecodeResult, Policy, TokenRule, decode
+from unmask import dist
+from unmask.decode import DecodeResult, Policy, TokenRule, decode, parse_policy, policy_spec
 from unmask.denoiser import Denoiser
+from unmask.tasks.base import Task
 
 
 @dataclass(frozen=True)
 class Run:
     """A decoded dataset and how long it took."""
 
-    result: DecodeResult  # decoded tokens, NFE and reveal steps for every sequence
+    result: DecodeResult  # decoded tokens, NFE, reveal steps and extra passes of every sequence (on the CPU)
     seconds: float  # wall time of the decoding
 
 
@@ -30,17 +38,70 @@ def decode_all(
     batch_size: int = 250,
     seed: int = 0,
     progress: bool = False,
+    unit: str = "sequence",
 ) -> Run:
-    """Decode ``tokens`` ``(N, L)`` in batches; sequence k always gets seed ``seed + k``,
-    so results do not depend on ``batch_size``."""
+    """Decode ``tokens`` ``(N, L)`` in batches on ``denoiser.device``; sequence k always gets seed
+    ``seed + k``, so results depend neither on ``batch_size`` nor on the number of processes."""
+    rank, world = dist.rank_world()
+    mine = torch.arange(rank, len(tokens), world)  # (n,) this process's share of the set
     parts = []
     start = time.perf_counter()
-    for lo in tqdm(range(0, len(tokens), batch_size), disable=not progress, desc="decode", unit="batch"):
-        chunk = tokens[lo : lo + batch_size]
-        parts.append(decode(denoiser, chunk, policy, rule, seeds=torch.arange(lo, lo + len(chunk)) + seed))
+    with tqdm(total=len(tokens), disable=not progress or rank != 0, desc="decode", unit=unit) as bar:
+        for lo in range(0, len(mine), batch_size):
+            index = mine[lo : lo + batch_size]
+            res = decode(denoiser, tokens[index].to(denoiser.device), policy, rule, seeds=(index + seed).to(denoiser.device))
+            parts.append((index, DecodeResult(*(getattr(res, f.name).cpu() for f in fields(DecodeResult)))))
+            bar.update(len(index) * world)
+    shards = dist.all_gather(parts)
     seconds = time.perf_counter() - start
-    result = DecodeResult(*(torch.cat([getattr(p, f) for p in parts]) for f in ("tokens", "nfe", "reveal_step")))
-    return Run(result, seconds)
+    pieces = [p for shard in shards for p in shard]
+    order = torch.cat([index for index, _ in pieces]).argsort() if pieces else torch.zeros(0, dtype=torch.long)
+    merged = {f.name: torch.cat([getattr(r, f.name) for _, r in pieces])[order] for f in fields(DecodeResult)} if pieces else None
+    if merged is None:  # an empty set
+        empty = torch.zeros(0, dtype=torch.long)
+        return Run(DecodeResult(tokens.clone(), empty, torch.full(tokens.shape, -1), empty), seconds)
+    return Run(DecodeResult(**merged), seconds)
+
+
+def evaluate(
+    task: Task,
+    denoiser: Denoiser,
+    examples,
+    policy: Policy,
+    rule: TokenRule = TokenRule(),
+    batch_size: int = 250,
+    seed: int = 0,
+    progress: bool = False,
+    show: int = 0,
+) -> dict:
+    """Decode every example of ``task``; accuracy, NFE, extra passes and speed (and ``show`` examples)."""
+    run = decode_all(denoiser, task.encode(examples), policy, rule, batch_size, seed, progress, task.unit)
+    correct = task.score(run.result.tokens, examples)
+    nfe = run.result.nfe.double()
+    n = len(correct)
+    out = {
+        "n": n,
+        "accuracy": float(correct.double().mean()),
+        "mean_nfe": float(nfe.mean()),
+        "max_nfe": int(nfe.max()),
+        "seconds": round(run.seconds, 3),
+        "examples_per_s": round(n / max(run.seconds, 1e-9), 2),
+    }
+    if run.result.extra_passes.any():  # passes a policy spent itself, reported apart from NFE
+        out["extra_passes"] = float(run.result.extra_passes.double().mean())
+    if show:
+        out["examples"] = task.show(run.result.tokens, examples, show)
+    return out
+
+
+def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_size: int = 250, progress: bool = True) -> list[dict]:
+    """Evaluate every policy (object or spec string) on every named set; one row per (set, policy)."""
+    rows = []
+    for set_name, examples in sets.items():
+        for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
+            policy = parse_policy(policy) if isinstance(policy, str) else policy
+            rows.append({"set": set_name, "policy": policy_spec(policy), **evaluate(task, denoiser, examples, policy, batch_size=batch_size)})
+    return rows
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:

@@ -8,22 +8,20 @@ models act on relative offsets ("the digit three places before '='").
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from unmask import artifacts
 from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
 
-FORMAT_VERSION = 1  # bump when the saved layout changes
-WEIGHTS_FILE = "model.safetensors"
-CONFIG_FILE = "config.json"
+WEIGHTS_FILE = artifacts.MODEL.weights
+CONFIG_FILE = artifacts.MODEL.meta
 
 
 @dataclass
@@ -130,7 +128,8 @@ class TransformerDenoiser(nn.Module):
     def forward(self, tokens: torch.Tensor) -> DenoiserOutput:
         """Token ids ``(B, L)`` → logits ``(B, L, V)`` and hidden states ``(B, L, D)``.
 
-        Runs on the model's device and answers on the caller's, so the CPU decode loop can drive a GPU model.
+        Runs on the model's device and answers on the caller's (no copy when they are the same, as in
+        the decode loop, which keeps its tensors on :attr:`device`).
         """
         if tokens.shape[1] != self.cfg.seq_len:
             raise UnmaskError(f"model expects sequences of length {self.cfg.seq_len}, got {tokens.shape[1]}")
@@ -143,6 +142,11 @@ class TransformerDenoiser(nn.Module):
             x = block(x, rope)
         h = self.ln_f(x)  # (B, L, D)
         return DenoiserOutput(self.head(h).to(caller), h.to(caller))
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are (and where the decode loop should keep its tensors)."""
+        return self.pos.device
 
     def num_parameters(self) -> int:
         """Trainable parameter count."""
@@ -162,59 +166,21 @@ def resolve_device(name: str) -> torch.device:
 
 def save_model(model: TransformerDenoiser, directory: str | os.PathLike, extra: dict | None = None) -> None:
     """Write ``model.safetensors`` and ``config.json`` (with ``extra`` metadata) atomically."""
-    from safetensors.torch import save_file
-
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    meta = {"format_version": FORMAT_VERSION, "config": asdict(model.cfg), **(extra or {})}
-    atomic_write(d / WEIGHTS_FILE, lambda p: save_file(state, p))
-    atomic_write(d / CONFIG_FILE, lambda p: Path(p).write_text(json.dumps(meta, indent=2) + "\n"))
+    artifacts.save(directory, artifacts.MODEL, model.state_dict(), model.cfg, extra)
 
 
 def read_config(directory: str | os.PathLike) -> dict:
     """The metadata in ``config.json``; UnmaskError if missing or unreadable."""
-    path = Path(directory) / CONFIG_FILE
-    if not path.is_file():
-        raise UnmaskError(f"{directory}: not a model directory (no {CONFIG_FILE})")
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UnmaskError(f"{path}: corrupt JSON ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION or "config" not in meta:
-        raise UnmaskError(f"{path}: not an unmask model config of format {FORMAT_VERSION}")
-    return meta
+    return artifacts.read_meta(directory, artifacts.MODEL)
 
 
 def load_model(directory: str | os.PathLike, task: str | None = None) -> TransformerDenoiser:
     """Load a saved model, refusing a config/weights mismatch, a wrong task or a corrupt file."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     meta = read_config(directory)
-    known = {f.name for f in fields(ModelConfig)}
-    raw = meta["config"]
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise UnmaskError(f"{directory}: unknown config keys {unknown}")
-    try:
-        cfg = ModelConfig(**raw)
-    except TypeError as e:
-        raise UnmaskError(f"{directory}: bad config ({e})") from None
+    cfg = artifacts.build_config(ModelConfig, meta["config"], directory)
     if task is not None and cfg.task != task:
         raise UnmaskError(f"{directory}: model was trained for task {cfg.task!r}, not {task!r}")
-    weights = Path(directory) / WEIGHTS_FILE
-    if not weights.is_file():
-        raise UnmaskError(f"{directory}: missing {WEIGHTS_FILE}")
-    try:
-        state = load_file(weights)
-    except (SafetensorError, OSError, ValueError) as e:
-        raise UnmaskError(f"{weights}: corrupt weights file ({e})") from None
+    state = artifacts.load_tensors(directory, artifacts.MODEL)
     model = TransformerDenoiser(cfg, state.get("position_ids"))
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in state.items()}
-    if expected != got:
-        diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
-        raise UnmaskError(f"{weights}: weights do not match config.json (first differences: {diff})")
-    model.load_state_dict(state)
+    artifacts.load_state(model, state, Path(directory) / WEIGHTS_FILE)
     return model.eval()

@@ -30,6 +30,7 @@ class JointDenoiser:
         self.seq_len = probs.dim()
         self.vocab_size = probs.shape[0]
         self.mask_id = self.vocab_size
+        self.device = torch.device("cpu")  # the table lives on the CPU
         # Every sequence of the support, as rows of ids: (V^L, L)
         self._seqs = torch.tensor(list(itertools.product(range(self.vocab_size), repeat=self.seq_len)))
         self._p = self.joint.reshape(-1)  # (V^L,) aligned with _seqs

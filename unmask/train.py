@@ -10,7 +10,6 @@ data stream with gradients averaged by DDP (gloo on CPU); rank 0 validates and w
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -22,9 +21,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from unmask.dist import rank_world
 from unmask.errors import UnmaskError
 from unmask.io import atomic_write
 from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model
+from unmask.optim import adamw, set_lr, warmup_cosine
 
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
@@ -128,29 +129,8 @@ def model_mask_id(model) -> int:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up then cosine decay to ``min_lr_ratio · lr``."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
-    def decays(name: str, p: torch.Tensor) -> bool:  # matrices only; no norms, biases or embeddings
-        return p.dim() >= 2 and not name.startswith(("tok", "pos", "feats"))
-
-    decay = [p for n, p in model.named_parameters() if decays(n, p)]
-    rest = [p for n, p in model.named_parameters() if not decays(n, p)]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
-
-
-def _dist() -> tuple[int, int]:
-    """(rank, world size); starts the gloo process group under torchrun."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("gloo")
-    return (dist.get_rank(), world) if world > 1 else (0, 1)
+    """Linear warm-up then cosine decay to ``min_lr_ratio · lr`` (:func:`unmask.optim.warmup_cosine`)."""
+    return warmup_cosine(step, cfg.steps, cfg.lr, cfg.warmup, cfg.min_lr_ratio)
 
 
 def train(
@@ -166,7 +146,7 @@ def train(
     ``out`` receives ``checkpoint.pt`` (resumable), ``log.jsonl`` (validation curve) and
     ``model/`` (the latest exported safetensors model).
     """
-    rank, world = _dist()
+    rank, world = rank_world()
     device = resolve_device(cfg.device)
     out = Path(out)
     ckpt_path = out / CHECKPOINT
@@ -188,7 +168,7 @@ def train(
     elif ckpt_path.exists():
         raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
     model = task.model(model_cfg).to(device)
-    opt = _optimizer(model, cfg)
+    opt = adamw(model, cfg.lr, cfg.weight_decay, betas=(0.9, 0.98))  # decay on linear weights only
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
     step, elapsed = 0, 0.0
     if state is not None:
@@ -202,8 +182,7 @@ def train(
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc=f"train {task.name}")
     start = time.time() - elapsed
     while step < cfg.steps:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+        set_lr(opt, lr_at(step, cfg))
         x0, maskable = task.sample(gen, cfg.batch_size)
         net.train()
         loss = mdm_loss(net, x0, maskable, cfg, gen)

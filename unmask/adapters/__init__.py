@@ -1,1 +1,54 @@
-"""Adapters that put other people's models behind the :class:`~unmask.denoiser.Denoiser` interface."""
+"""Models from elsewhere behind the :class:`~unmask.denoiser.Denoiser` interface, and one loader for all.
+
+``--model`` on every evaluating command takes a model directory saved by ``unmask`` or
+``hf:DIR`` for a local Hugging Face masked LM (:mod:`unmask.adapters.hf`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+HF_PREFIX = "hf:"  # ``--model hf:DIR`` names a local Hugging Face model directory
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """How to load a Hugging Face model (ignored for an unmask model directory)."""
+
+    trust_remote_code: bool = False  # LLaDA / Dream checkpoints ship their own modelling code
+    shift_logits: bool = False  # Dream-style models predict token i at position i − 1
+    dtype: torch.dtype | None = None  # e.g. torch.bfloat16 for 8B models
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded denoiser and what came with it."""
+
+    denoiser: object  # the Denoiser, on the requested device
+    directory: Path  # where it was loaded from (MI heads and order policies are saved there)
+    tokenizer: object | None  # the Hugging Face tokenizer of an hf: model, else None
+
+    @property
+    def is_hf(self) -> bool:
+        return self.tokenizer is not None
+
+
+def load_denoiser(spec: str, device: str | torch.device = "cpu", task: str | None = None, hf: HFOptions = HFOptions()) -> Loaded:
+    """Load ``spec`` (an unmask model directory, or ``hf:DIR``) onto ``device``.
+
+    ``task``: refuse an unmask model trained for another task (Hugging Face models carry no task).
+    """
+    from unmask.model import load_model, resolve_device
+
+    dev = resolve_device(str(device))
+    if spec.startswith(HF_PREFIX):
+        from unmask.adapters.hf import HFDenoiser
+
+        path = spec[len(HF_PREFIX):]
+        model, tokenizer = HFDenoiser.from_pretrained(path, trust_remote_code=hf.trust_remote_code,
+                                                      shift_logits=hf.shift_logits, device=dev, dtype=hf.dtype)
+        return Loaded(model, Path(path), tokenizer)
+    return Loaded(load_model(spec, task=task).to(dev), Path(spec), None)

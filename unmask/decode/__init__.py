@@ -1,8 +1,16 @@
-"""Decoding: one loop (:func:`decode`) and one small frozen dataclass per policy."""
+"""Decoding: one loop (:func:`decode`, over the step generator :func:`decode_steps`) and one small
+frozen dataclass per policy. This package knows nothing of MI, learned orders or tasks; the MI
+policies live in :mod:`unmask.mi.policies`, and :mod:`unmask.policies` gathers every family."""
 
-from unmask.decode import adaptive, budget, mi_guided, sequential  # noqa: F401  (registers the policies)
-from unmask.decode.loop import DecodeResult, Policy, TokenRule, decode
-from unmask.decode.registry import POLICIES, attach, parse_policy, policy_spec
+from unmask.decode import adaptive, budget, sequential  # noqa: F401  (registers the policies)
+from unmask.decode.loop import DecodeResult, Rule, Step, TokenRule, decode, decode_steps
+from unmask.decode.policy import FixedBudget, Policy, Selection, attach, needed_resources, resource, with_budget
+from unmask.decode.registry import POLICIES, parse_policy, policy_spec
+from unmask.decode.semi_ar import SemiAR
 from unmask.decode.state import DecodeState
 
-__all__ = ["DecodeResult", "DecodeState", "POLICIES", "Policy", "attach", "TokenRule", "decode", "parse_policy", "policy_spec"]
+__all__ = [
+    "DecodeResult", "DecodeState", "FixedBudget", "POLICIES", "Policy", "Rule", "SemiAR", "Selection", "Step",
+    "TokenRule", "attach", "decode", "decode_steps", "needed_resources", "parse_policy", "policy_spec", "resource",
+    "with_budget",
+]

@@ -11,21 +11,17 @@ from dataclasses import dataclass
 
 import torch
 
+from unmask.decode.policy import FixedBudget
 from unmask.decode.registry import register
 from unmask.decode.scores import margin, top_prob
 from unmask.decode.state import DecodeState, budget_count, take_top
-from unmask.errors import UnmaskError
 
 ORDER_SALT = 0x0D3  # salt of the uniforms that draw the random order
 
 
 @dataclass(frozen=True)
-class _Budget:
-    steps: int = 10  # S: forward passes allowed per sequence
-
-    def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise UnmaskError(f"{self.spec_name}: steps must be >= 1, got {self.steps}")
+class _Ranked(FixedBudget):
+    """⌈remaining / steps left⌉ positions per step, the highest by :meth:`score`."""
 
     def score(self, state: DecodeState) -> torch.Tensor:  # (B, L), higher goes first
         raise NotImplementedError
@@ -36,7 +32,7 @@ class _Budget:
 
 @register("random")
 @dataclass(frozen=True)
-class Random(_Budget):
+class Random(_Ranked):
     """IID order: uniformly random positions, ⌈remaining / steps left⌉ per step."""
 
     def score(self, state: DecodeState) -> torch.Tensor:
@@ -45,7 +41,7 @@ class Random(_Budget):
 
 @register("top_prob")
 @dataclass(frozen=True)
-class TopProb(_Budget):
+class TopProb(_Ranked):
     """Top-Prob: the positions with the highest max probability, ⌈remaining / steps left⌉ per step."""
 
     def score(self, state: DecodeState) -> torch.Tensor:
@@ -54,7 +50,7 @@ class TopProb(_Budget):
 
 @register("margin")
 @dataclass(frozen=True)
-class Margin(_Budget):
+class Margin(_Ranked):
     """Top-Prob-Margin: the largest gap between the two best tokens, ⌈remaining / steps left⌉ per step."""
 
     def score(self, state: DecodeState) -> torch.Tensor:

@@ -3,15 +3,22 @@
 Each step runs the denoiser once on the rows that still have masks (1 NFE for each of them), asks
 the policy which masked positions to reveal, and fills them with the token rule. Revealed tokens
 never change again. A finished row stops counting NFE while others go on.
+
+:func:`decode_steps` is the loop itself, a generator that yields every :class:`Step` (what the
+policy saw, what it revealed, the values and the log-probability of a sampled reveal set) and
+returns the :class:`DecodeResult`; it runs under whatever gradient mode the caller chose, which is
+what a learned order policy trained by REINFORCE needs. :func:`decode` drives it without gradients.
+Every tensor stays on the device of ``tokens``: put them where the model is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generator, Protocol
 
 import torch
 
+from unmask.decode.policy import Policy, as_selection
 from unmask.decode.state import DecodeState
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
@@ -19,11 +26,11 @@ from unmask.errors import UnmaskError
 TOKEN_SALT = 0x70C  # salt of the uniforms used by the token rule (policies use other salts)
 
 
-class Policy(Protocol):
-    """Chooses which masked positions to reveal at one step."""
+class Rule(Protocol):
+    """How a revealed position gets its value."""
 
-    def select(self, state: DecodeState) -> torch.Tensor:
-        """``(B, L)`` bool, a subset of ``state.masked`` with at least one True per row."""
+    def choose(self, state: DecodeState) -> torch.Tensor:
+        """``(B, L)`` a value for every masked position (other positions keep their token)."""
         ...
 
 
@@ -57,8 +64,66 @@ class DecodeResult:
     """Outcome of :func:`decode`."""
 
     tokens: torch.Tensor  # (B, L) final ids, nothing masked
-    nfe: torch.Tensor  # (B,) forward passes spent on each row
+    nfe: torch.Tensor  # (B,) forward passes of the denoiser spent on each row by the loop
     reveal_step: torch.Tensor  # (B, L) step (0-based pass) at which each position was revealed; -1 = given
+    extra_passes: torch.Tensor  # (B,) forward passes a policy spent itself (exact-MI probes); reported apart from NFE
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of :func:`decode_steps`, over the rows that were still running."""
+
+    state: DecodeState  # what the policy saw (``state.rows``: the rows of the batch it covers)
+    reveal: torch.Tensor  # (R, L) bool positions revealed at this step
+    values: torch.Tensor  # (R, L) ids after this step (revealed positions filled, others unchanged)
+    log_prob: torch.Tensor | None  # (R,) log-probability of ``reveal`` under a sampling policy, else None
+
+
+def decode_steps(
+    denoiser: Denoiser,
+    tokens: torch.Tensor,
+    policy: Policy,
+    rule: Rule = TokenRule(),
+    seeds: torch.Tensor | None = None,
+) -> Generator[Step, None, DecodeResult]:
+    """The decode loop as a generator: yields each :class:`Step`, returns the :class:`DecodeResult`.
+
+    Arguments as :func:`decode`. Use ``result = yield from decode_steps(...)`` in a generator, or
+    iterate and read ``StopIteration.value``; gradients flow if the caller has them enabled.
+    """
+    b, n = tokens.shape
+    device = tokens.device
+    tokens = tokens.clone()
+    masked = tokens == denoiser.mask_id  # (B, L)
+    seeds = torch.arange(b, device=device) if seeds is None else seeds.to(device=device, dtype=torch.int64)
+    nfe = torch.zeros(b, dtype=torch.long, device=device)
+    extra = torch.zeros(b, dtype=torch.long, device=device)
+    reveal_step = torch.full((b, n), -1, dtype=torch.long, device=device)
+    step = 0
+    while True:
+        rows = masked.any(1).nonzero().squeeze(1)  # (R,) rows still running
+        if rows.numel() == 0:
+            break
+        logits, hidden = denoiser(tokens[rows])
+        logits, hidden = logits.to(device), hidden.to(device)  # no-ops for a model on the tokens' device
+        if denoiser.mask_id < logits.shape[-1]:
+            logits = logits.clone()
+            logits[..., denoiser.mask_id] = float("-inf")
+        state = DecodeState(tokens[rows], masked[rows], logits, hidden, step, seeds[rows], rows)
+        sel = as_selection(policy.select(state))
+        reveal = sel.reveal & state.masked  # (R, L)
+        if not reveal.any(1).all():
+            raise RuntimeError(f"{policy!r} revealed nothing in some row at step {step}")
+        values = torch.where(reveal, rule.choose(state), state.tokens)
+        tokens[rows] = values
+        masked[rows] = state.masked & ~reveal
+        reveal_step[rows] = torch.where(reveal, step, reveal_step[rows])
+        nfe[rows] += 1
+        if sel.extra_passes is not None:
+            extra[rows] += sel.extra_passes.to(device)
+        yield Step(state, reveal, values, sel.log_prob)
+        step += 1
+    return DecodeResult(tokens, nfe, reveal_step, extra)
 
 
 @torch.no_grad()
@@ -66,43 +131,24 @@ def decode(
     denoiser: Denoiser,
     tokens: torch.Tensor,
     policy: Policy,
-    rule: TokenRule = TokenRule(),
+    rule: Rule = TokenRule(),
     seeds: torch.Tensor | None = None,
 ) -> DecodeResult:
     """Fill every masked position of ``tokens`` ``(B, L)``.
 
     Args:
         denoiser: any :class:`~unmask.denoiser.Denoiser`.
-        tokens: ids with ``denoiser.mask_id`` where a value is to be generated.
-        policy: which masked positions to reveal at each step (see :mod:`unmask.decode`).
+        tokens: ids with ``denoiser.mask_id`` where a value is to be generated, on the device the
+            loop should run on (the model's: ``tokens.to(denoiser.device)``).
+        policy: which masked positions to reveal at each step (see :mod:`unmask.policies`).
         rule: the value of a revealed position.
         seeds: ``(B,)`` per-row seeds for random policies and sampling; default ``arange(B)``.
             Give each sequence its own fixed seed (e.g. its index in the dataset) and results do
             not depend on how sequences are batched.
     """
-    b, n = tokens.shape
-    tokens = tokens.clone()
-    masked = tokens == denoiser.mask_id  # (B, L)
-    seeds = torch.arange(b) if seeds is None else seeds.to(torch.int64)
-    nfe = torch.zeros(b, dtype=torch.long)
-    reveal_step = torch.full((b, n), -1, dtype=torch.long)
-    step = 0
+    steps = decode_steps(denoiser, tokens, policy, rule, seeds)
     while True:
-        rows = masked.any(1).nonzero().squeeze(1)  # (R,) rows still running
-        if rows.numel() == 0:
-            break
-        logits, hidden = denoiser(tokens[rows])
-        if denoiser.mask_id < logits.shape[-1]:
-            logits = logits.clone()
-            logits[..., denoiser.mask_id] = float("-inf")
-        state = DecodeState(tokens[rows], masked[rows], logits, hidden, step, seeds[rows])
-        reveal = policy.select(state) & state.masked  # (R, L)
-        if not reveal.any(1).all():
-            raise RuntimeError(f"{policy!r} revealed nothing in some row at step {step}")
-        values = rule.choose(state)
-        tokens[rows] = torch.where(reveal, values, state.tokens)
-        masked[rows] = state.masked & ~reveal
-        reveal_step[rows] = torch.where(reveal, step, reveal_step[rows])
-        nfe[rows] += 1
-        step += 1
-    return DecodeResult(tokens, nfe, reveal_step)
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value

@@ -11,7 +11,10 @@ POLICIES: dict[str, type] = {}
 
 
 def register(name: str):
-    """Class decorator: make a frozen policy dataclass available as ``name`` in specs."""
+    """Class decorator: make a frozen policy dataclass available as ``name`` in specs.
+
+    The first line of the class docstring is the policy's one-line rule in ``--help``.
+    """
 
     def wrap(cls: type) -> type:
         POLICIES[name] = cls
@@ -49,13 +52,15 @@ def parse_policy(spec: str):
         key = key.strip()
         if not eq or key not in keys:
             raise UnmaskError(f"policy {name}: bad argument {item!r}; it takes {', '.join(keys) or 'no arguments'} as key=value")
+        if key in kwargs:
+            raise UnmaskError(f"policy {name}: {key} is given twice")
         kwargs[key] = _convert(cls, key, value.strip())
     return cls(**kwargs)
 
 
 def spec_fields(cls) -> list[str]:
-    """Fields settable from a spec; objects such as an MI head (``metadata={"spec": False}``) are not."""
-    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("spec", True)]
+    """Fields settable from a spec: the numbers, not the resources (models, heads) or a wrapped policy."""
+    return [f.name for f in dataclasses.fields(cls) if not {"resource", "inner"} & set(f.metadata)]
 
 
 def policy_spec(policy) -> str:
@@ -64,11 +69,12 @@ def policy_spec(policy) -> str:
     return f"{policy.spec_name}:{args}" if args else policy.spec_name
 
 
-def attach(policy, **objects):
-    """Fill a policy's unset object fields (e.g. ``denoiser=``, ``head=``) from ``objects``.
-
-    Specs carry numbers only; a CLI or benchmark attaches the objects a policy needs this way.
-    """
-    names = {f.name for f in dataclasses.fields(policy) if not f.metadata.get("spec", True)}
-    given = {k: v for k, v in objects.items() if k in names and getattr(policy, k) is None and v is not None}
-    return dataclasses.replace(policy, **given) if given else policy
+def describe_policies() -> list[str]:
+    """One line per registered policy: its spec with the defaults, and its rule (for ``--help``)."""
+    lines = []
+    for name in sorted(POLICIES):
+        cls = POLICIES[name]
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        defaults = ",".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls) if f.name in spec_fields(cls))
+        lines.append(f"{name + (':' + defaults if defaults else ''):<44} {' '.join(doc.split())}")
+    return lines

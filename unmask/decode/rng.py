@@ -21,10 +21,12 @@ def _mix(x: torch.Tensor) -> torch.Tensor:
 
 
 def uniform(seeds: torch.Tensor, step: int, length: int, salt: int) -> torch.Tensor:
-    """``(B, length)`` uniforms in [0, 1) from per-row ``seeds`` ``(B,)``, a step and a salt."""
-    pos = torch.arange(length, dtype=torch.int64)
+    """``(B, length)`` uniforms in [0, 1) from per-row ``seeds`` ``(B,)``, a step and a salt, on the seeds' device.
+
+    Integer hashing is exact on every device, so a CPU and a GPU run draw the same numbers."""
+    pos = torch.arange(length, dtype=torch.int64, device=seeds.device)
     s = seeds.to(torch.int64)[:, None]  # (B, 1)
     x = _mix(_mix(s & _M32) * 0x61C88647 + (s >> 32))
-    x = _mix(x ^ _mix(torch.tensor(step * 0x85EBCA6B + salt * 0xC2B2AE35, dtype=torch.int64)))
+    x = _mix(x ^ _mix(torch.tensor(step * 0x85EBCA6B + salt * 0xC2B2AE35, dtype=torch.int64, device=seeds.device)))
     x = _mix(x + pos * 0x27D4EB2F)
     return (x >> 8).to(torch.float64).div(1 << 24).to(torch.float32)

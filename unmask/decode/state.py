@@ -20,6 +20,7 @@ class DecodeState:
     hidden: torch.Tensor  # (B, L, D) this step's denoiser hidden states
     step: int  # forward passes done before this one (same for every running row)
     seeds: torch.Tensor  # (B,) int64 per-row random seeds (batch-invariant randomness)
+    rows: torch.Tensor | None = None  # (B,) index of each running row in the batch given to decode
 
     @cached_property
     def log_probs(self) -> torch.Tensor:
@@ -48,7 +49,7 @@ def take_top(score: torch.Tensor, masked: torch.Tensor, k: torch.Tensor) -> torc
     """
     s = score.masked_fill(~masked, float("-inf"))
     order = s.argsort(dim=1, descending=True, stable=True)  # (B, L)
-    rank = torch.empty_like(order).scatter_(1, order, torch.arange(s.shape[1]).expand_as(order))
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(s.shape[1], device=s.device).expand_as(order))
     return masked & (rank < k[:, None])
 
 

@@ -8,21 +8,19 @@ a few percent of one denoiser pass at most.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask import artifacts
 
-HEAD_WEIGHTS = "mi_head.safetensors"  # saved beside the base model's files
-HEAD_CONFIG = "mi_head.json"
+HEAD_WEIGHTS = artifacts.MI_HEAD.weights  # saved beside the base model's files
+HEAD_CONFIG = artifacts.MI_HEAD.meta
 
 
 @dataclass
@@ -56,29 +54,14 @@ class MIHead(nn.Module):
 
 def save_head(head: MIHead, directory: str | os.PathLike, extra: dict | None = None) -> None:
     """Write ``mi_head.safetensors`` + ``mi_head.json`` (with ``extra`` metrics) atomically."""
-    from safetensors.torch import save_file
-
-    d = Path(directory)
-    state = {k: v.detach().contiguous() for k, v in head.state_dict().items()}
-    atomic_write(d / HEAD_WEIGHTS, lambda p: save_file(state, p))
-    meta = {"config": asdict(head.cfg), **(extra or {})}
-    atomic_write(d / HEAD_CONFIG, lambda p: Path(p).write_text(json.dumps(meta, indent=2) + "\n"))
+    artifacts.save(directory, artifacts.MI_HEAD, head.state_dict(), head.cfg, extra)
 
 
 def load_head(directory: str | os.PathLike, required: bool = True) -> MIHead | None:
     """Load the MI head saved in a model directory (None if absent and not ``required``)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    d = Path(directory)
-    if not (d / HEAD_CONFIG).is_file():
-        if required:
-            raise UnmaskError(f"{d}: no MI head ({HEAD_CONFIG}); train one with `unmask mi train`")
+    if not required and not artifacts.exists(directory, artifacts.MI_HEAD):
         return None
-    try:
-        cfg = HeadConfig(**json.loads((d / HEAD_CONFIG).read_text())["config"])
-        head = MIHead(cfg)
-        head.load_state_dict(load_file(d / HEAD_WEIGHTS))
-    except (json.JSONDecodeError, KeyError, TypeError, SafetensorError, OSError, RuntimeError) as e:
-        raise UnmaskError(f"{d}: unreadable MI head ({type(e).__name__}: {str(e)[:120]})") from None
+    meta = artifacts.read_meta(directory, artifacts.MI_HEAD)
+    head = MIHead(artifacts.build_config(HeadConfig, meta["config"], Path(directory) / HEAD_CONFIG))
+    artifacts.load_state(head, artifacts.load_tensors(directory, artifacts.MI_HEAD), Path(directory) / HEAD_WEIGHTS)
     return head.eval()

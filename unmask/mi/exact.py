@@ -45,7 +45,7 @@ class ExactMI:
         """Mean |I_ij − I_ji| / (|I_ij| + |I_ji|) over off-diagonal pairs with both rows computed
         and some MI (a diagnostic of how far the model is from one consistent joint)."""
         both = self.rows[:, :, None] & self.rows[:, None, :]
-        both &= ~torch.eye(self.raw.shape[1], dtype=torch.bool)
+        both &= ~torch.eye(self.raw.shape[1], dtype=torch.bool, device=self.raw.device)
         a, b = self.raw[both], self.raw.transpose(1, 2)[both]
         scale = a.abs() + b.abs()
         keep = scale > 1e-6
@@ -75,6 +75,7 @@ def exact_mi(
         batch_size: probe sequences per forward pass.
     """
     b, n = tokens.shape
+    dev = tokens.device  # every tensor stays where the tokens (and the model) are
     masked = tokens == denoiser.mask_id  # (B, L)
     rows = masked if rows is None else rows & masked
     log_p = _log_probs(denoiser, tokens)  # (B, L, V)
@@ -88,16 +89,16 @@ def exact_mi(
     probe = rows[:, :, None] & ((p >= eps) | top) & (p > 0)  # (B, L, V)
     bi, ii, vi = probe.nonzero(as_tuple=True)  # (K,) each: state, row, value of every probe
     probe_tokens = tokens[bi].clone()
-    probe_tokens[torch.arange(len(bi)), ii] = vi
+    probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
     h_cond = torch.cat(
         [_cond_entropy(denoiser, probe_tokens[k : k + batch_size]) for k in range(0, len(bi), batch_size)]
-    ) if len(bi) else torch.zeros(0, n, dtype=torch.float64)  # (K, L)
+    ) if len(bi) else torch.zeros(0, n, dtype=torch.float64, device=dev)  # (K, L)
     h_cond = h_cond * masked[bi]  # given positions have no uncertainty
-    h_cond[torch.arange(len(bi)), ii] = 0.0  # X_i itself is now known
+    h_cond[torch.arange(len(bi), device=dev), ii] = 0.0  # X_i itself is now known
 
     w = p[bi, ii, vi]  # (K,) P(X_i = v | C)
-    expected = torch.zeros(b, n, n, dtype=torch.float64).index_put_((bi, ii), w[:, None] * h_cond, accumulate=True)
-    kept = torch.zeros(b, n, dtype=torch.float64).index_put_((bi, ii), w, accumulate=True)  # (B, L)
+    expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w[:, None] * h_cond, accumulate=True)
+    kept = torch.zeros(b, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w, accumulate=True)  # (B, L)
     # Fill in the skipped mass with the kept values' average conditional entropy.
     expected = expected / kept.clamp_min(1e-300)[:, :, None]
     raw = (h[:, None, :] - expected) * rows[:, :, None] * masked[:, None, :]
@@ -107,7 +108,7 @@ def exact_mi(
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:
-    logits = denoiser(tokens)[0].double()
+    logits = denoiser(tokens)[0].to(tokens.device).double()
     if denoiser.mask_id < logits.shape[-1]:
         logits[..., denoiser.mask_id] = float("-inf")
     return torch.log_softmax(logits, -1)

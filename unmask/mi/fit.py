@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -10,6 +9,7 @@ import torch
 from tqdm import tqdm
 
 from unmask.mi.estimator import HeadConfig, MIHead
+from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.mi.exact import symmetrise
 
 
@@ -19,7 +19,7 @@ class HeadTrainConfig:
 
     steps: int = 3000  # optimizer steps
     batch_size: int = 64  # states per step
-    lr: float = 2e-3  # Adam learning rate (cosine decay to 10 %)
+    lr: float = 2e-3  # peak learning rate (cosine decay to 10 %, no weight decay)
     val_fraction: float = 0.1  # last share of the states held out for the reported metrics
     d_hidden: int = 128  # head MLP width
     rank: int = 32  # bilinear embedding size
@@ -70,17 +70,16 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     tr, va = torch.nonzero(~held).squeeze(1), torch.nonzero(held).squeeze(1)
     n_val = len(va)
     head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank))
-    opt = torch.optim.Adam(head.parameters(), lr=cfg.lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / cfg.steps)))
+    opt = adamw(head, cfg.lr)  # no weight decay: Adam
     gen = torch.Generator().manual_seed(cfg.seed)
     n_tr = len(tr)
-    for _ in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
+    for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
+        set_lr(opt, warmup_cosine(step, cfg.steps, cfg.lr, warmup=0, min_ratio=0.1))
         idx = tr[torch.randint(n_tr, (min(cfg.batch_size, n_tr),), generator=gen)]
         loss = ((head(hidden[idx]) - target[idx]) ** 2)[pairs[idx]].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
-        sched.step()
     head.eval()
     metrics = evaluate_head(head, hidden[va], target[va], pairs[va])
     metrics["train_states"], metrics["val_states"] = n_tr, n_val

@@ -1,0 +1,33 @@
+"""The domains: each folder is one task meeting :class:`unmask.tasks.base.Task`.
+
+:func:`get_task` builds a task by name; a task whose sequence layout depends on the model (maths:
+question and answer lengths) is built for the model's config.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from unmask.errors import UnmaskError
+
+
+def _sudoku(cfg):
+    from unmask.tasks.sudoku.task import SudokuTask
+
+    return SudokuTask()
+
+
+def _maths(cfg):
+    from unmask.tasks.maths.task import MathsTask
+
+    return MathsTask() if cfg is None else MathsTask.for_model(cfg)
+
+
+TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths}  # name → factory(model config or None)
+
+
+def get_task(name: str, cfg=None):
+    """The task called ``name``, laid out for model config ``cfg`` where the layout depends on it."""
+    if name not in TASKS:
+        raise UnmaskError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[name](cfg)

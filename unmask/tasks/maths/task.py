@@ -7,23 +7,24 @@ answer is followed by EOS to its end.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import torch
 
-from unmask.decode import Policy, TokenRule, policy_spec
 from unmask.decode.sequential import Sequential
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
-from unmask.eval import decode_all
+from unmask.eval import evaluate
 from unmask.model import ModelConfig, TransformerDenoiser
+from unmask.tasks.base import MODELS, Board
 from unmask.tasks.maths.answer import extract_answer
 from unmask.tasks.maths.arith import Problem
+from unmask.tasks.maths.data import STANDARD_SHAPE, read_problems
 from unmask.tasks.maths.tokenizer import CharTokenizer
 
 NAME = "maths"
 TOKENIZER = CharTokenizer()
+DEFAULT_MODEL = MODELS / "maths"  # the shipped 2-step arithmetic model
 
 
 def default_model_config(prompt_len: int = 144, answer_len: int = 48) -> ModelConfig:
@@ -41,56 +42,77 @@ def shape(cfg: ModelConfig) -> tuple[int, int]:
 
 def encode(problems: list[Problem], cfg: ModelConfig, with_answers: bool) -> torch.Tensor:
     """``(N, L)`` ids: questions left-padded, answers (with EOS) or a masked answer region."""
-    a_len = cfg.seq_len - cfg.prompt_len
-    rows = []
-    for k, p in enumerate(problems):
+    return MathsTask.for_model(cfg).encode(problems, with_answers)
+
+
+@dataclass(frozen=True)
+class MathsTask:
+    """Maths as a :class:`~unmask.tasks.base.Task`: examples are a list of :class:`Problem`."""
+
+    prompt_len: int = STANDARD_SHAPE[0]  # question positions (left-padded)
+    answer_len: int = STANDARD_SHAPE[1]  # answer region positions (EOS-padded)
+    name: str = NAME
+    unit: str = "problem"
+    default_model = DEFAULT_MODEL
+
+    @classmethod
+    def for_model(cls, cfg: ModelConfig) -> "MathsTask":
+        """The layout a maths model of config ``cfg`` was trained on."""
+        return cls(*shape(cfg))
+
+    def read(self, path) -> list[Problem]:
+        return read_problems(path)
+
+    def check_model(self, denoiser: Denoiser) -> None:
+        if denoiser.vocab_size != TOKENIZER.vocab_size or denoiser.mask_id != TOKENIZER.mask_id:
+            raise UnmaskError(f"a maths model predicts the {TOKENIZER.vocab_size} character tokens with mask id "
+                              f"{TOKENIZER.mask_id}; this one has {denoiser.vocab_size} tokens and mask id {denoiser.mask_id}")
+
+    def encode(self, problems: list[Problem], with_answers: bool = False) -> torch.Tensor:
+        rows = []
+        for k, p in enumerate(problems):
+            try:
+                rows.append(TOKENIZER.encode_pair(p.question, p.solution if with_answers else None, self.prompt_len, self.answer_len))
+            except UnmaskError as e:
+                raise UnmaskError(f"problem {k + 1}: {e}") from None
+        return torch.stack(rows)
+
+    def answers(self, tokens: torch.Tensor) -> list[str]:
+        """The decoded answer regions as text."""
+        return [TOKENIZER.decode(t[self.prompt_len :]) for t in tokens]
+
+    def score(self, tokens: torch.Tensor, problems: list[Problem]) -> torch.Tensor:
+        return torch.tensor([extract_answer(t) == p.answer for t, p in zip(self.answers(tokens), problems)])
+
+    def show(self, tokens: torch.Tensor, problems: list[Problem], k: int) -> list[dict]:
+        return [{"question": p.question, "output": t, "target": p.answer} for p, t in zip(problems[:k], self.answers(tokens[:k]))]
+
+    def related_pairs(self) -> None:
+        return None  # no rule links answer characters a priori; the MI maps show what the model found
+
+    def board(self, tokens: torch.Tensor) -> Board:
+        cols = 24
+        rows = -(-self.answer_len // cols)
+        pos = torch.full((rows * cols,), -1, dtype=torch.long)
+        pos[: self.answer_len] = torch.arange(self.prompt_len, self.prompt_len + self.answer_len)
+        text = TOKENIZER.decode(tokens[self.prompt_len :].tolist() + [TOKENIZER.eos_id])
+        labels = [("" if c in "_\n" else c) for c in text.ljust(self.answer_len)[: self.answer_len]] + [""] * (rows * cols - self.answer_len)
+        return Board((rows, cols), pos, labels)
+
+    def parse_position(self, text: str, tokens: torch.Tensor) -> int:
         try:
-            rows.append(TOKENIZER.encode_pair(p.question, p.solution if with_answers else None, cfg.prompt_len, a_len))
-        except UnmaskError as e:
-            raise UnmaskError(f"problem {k + 1}: {e}") from None
-    return torch.stack(rows)
-
-
-def with_budget(policy: Policy, steps: int | None) -> Policy:
-    """The policy with its fixed step budget set to ``steps``; ``None`` leaves it as it is.
-
-    An adaptive policy has no budget to set: asking for one is an UnmaskError, not a silent no-op.
-    """
-    if steps is None:
-        return policy
-    if not hasattr(policy, "steps"):  # as SemiAR tells a fixed-budget policy
-        raise UnmaskError(f"{policy_spec(policy)} has no step budget: --steps applies to random, top_prob and margin")
-    return dataclasses.replace(policy, steps=steps)
-
-
-def evaluate(
-    denoiser: Denoiser,
-    cfg: ModelConfig,
-    problems: list[Problem],
-    policy: Policy,
-    rule: TokenRule = TokenRule(),
-    batch_size: int = 128,
-    seed: int = 0,
-    progress: bool = False,
-) -> dict:
-    """Decode every answer region; exact match of the number after ``####``; NFE and speed."""
-    run = decode_all(denoiser, encode(problems, cfg, with_answers=False), policy, rule, batch_size, seed, progress)
-    texts = [TOKENIZER.decode(t[cfg.prompt_len :]) for t in run.result.tokens]
-    correct = [extract_answer(t) == p.answer for t, p in zip(texts, problems)]
-    nfe = run.result.nfe.double()
-    return {
-        "n": len(problems),
-        "accuracy": sum(correct) / len(problems),
-        "mean_nfe": float(nfe.mean()),
-        "max_nfe": int(nfe.max()),
-        "seconds": round(run.seconds, 3),
-        "problems_per_s": round(len(problems) / max(run.seconds, 1e-9), 2),
-        "examples": [{"question": p.question, "output": t, "target": p.answer} for p, t in list(zip(problems, texts))[:3]],
-    }
+            k = int(text)
+        except ValueError:
+            raise UnmaskError(f"position {text!r}: expected the number of an answer character, 1..{self.answer_len}") from None
+        if not 1 <= k <= self.answer_len:
+            raise UnmaskError(f"position {k}: the answer region has characters 1..{self.answer_len}")
+        if tokens[self.prompt_len + k - 1] != TOKENIZER.mask_id:
+            raise UnmaskError(f"position {k} is given; choose a masked answer character")
+        return self.prompt_len + k - 1
 
 
 @dataclass
-class MathsTask:
+class MathsTraining:
     """Training: the answer region of each problem under random masks; the question never masked."""
 
     problems: list[Problem]  # training problems
@@ -99,10 +121,11 @@ class MathsTask:
     name: str = NAME
 
     def __post_init__(self) -> None:
-        self._tokens = encode(self.problems, self.cfg, with_answers=True)  # (N, L)
+        task = MathsTask.for_model(self.cfg)
+        self._tokens = task.encode(self.problems, with_answers=True)  # (N, L)
         try:  # now, not at the first validation hours later
             if self.val:
-                encode(self.val, self.cfg, with_answers=False)
+                task.encode(self.val)
         except UnmaskError as e:
             raise UnmaskError(f"validation {e}") from None
         self._maskable = torch.arange(self.cfg.seq_len) >= self.cfg.prompt_len  # (L,)
@@ -117,4 +140,4 @@ class MathsTask:
     def validate(self, model: TransformerDenoiser) -> dict[str, float]:
         if not self.val:
             return {}
-        return {"val_acc": round(evaluate(model, model.cfg, self.val, Sequential())["accuracy"], 4)}
+        return {"val_acc": round(evaluate(MathsTask.for_model(model.cfg), model, self.val, Sequential())["accuracy"], 4)}

@@ -1,4 +1,4 @@
-"""The Sudoku task: default model shape, training batches, evaluation."""
+"""The Sudoku task: puzzles in, exact-match scoring out; training batches; Sudoku's peer structure."""
 
 from __future__ import annotations
 
@@ -7,16 +7,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from tqdm import tqdm
-
-from unmask.decode import Policy, TokenRule, parse_policy, policy_spec
+from unmask.decode import TokenRule
 from unmask.decode.sequential import Sequential
 from unmask.denoiser import Denoiser
-from unmask.eval import decode_all
+from unmask.errors import UnmaskError
+from unmask.eval import evaluate
 from unmask.model import ModelConfig, TransformerDenoiser
-from unmask.tasks.sudoku.data import MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, from_tokens, score, to_tokens
+from unmask.tasks.base import MODELS, Board
+from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, format_grid, from_tokens,
+                                      read_puzzles, score, to_tokens)
+from unmask.tasks.sudoku.grid import PEERS
 
 NAME = "sudoku"
+DEFAULT_MODEL = MODELS / "sudoku"  # the shipped model (and its MI head)
+
+# The demo's policies: the baselines under one accounting.
+DEMO_POLICIES = [
+    "sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10", "margin:steps=10", "eb:gamma=0.1",
+    "threshold:tau=0.9", "mi", "mi:gamma=0.1,lam=2",
+]
 
 
 def default_model_config() -> ModelConfig:
@@ -27,57 +36,62 @@ def default_model_config() -> ModelConfig:
     )
 
 
-def evaluate(
-    denoiser: Denoiser,
-    data: SudokuSet,
-    policy: Policy,
-    rule: TokenRule = TokenRule(),
-    batch_size: int = 250,
-    seed: int = 0,
-    progress: bool = False,
-) -> dict:
-    """Decode every puzzle; exact-match accuracy (validity if no solutions), NFE and speed."""
-    run = decode_all(denoiser, to_tokens(data.quizzes), policy, rule, batch_size, seed, progress)
-    correct = score(from_tokens(run.result.tokens), data)
-    nfe = run.result.nfe.double()
-    return {
-        "n": len(data),
-        "accuracy": float(correct.mean()),
-        "mean_nfe": float(nfe.mean()),
-        "max_nfe": int(nfe.max()),
-        "seconds": round(run.seconds, 3),
-        "puzzles_per_s": round(len(data) / max(run.seconds, 1e-9), 2),
-    }
+def sudoku_peers() -> torch.Tensor:
+    """``(81, 81)`` bool: same row, column or box (diagonal False) — 20 of a cell's 80 others."""
+    peers = torch.zeros(81, 81, dtype=torch.bool)
+    for i, ps in enumerate(PEERS):
+        peers[i, list(ps)] = True
+    return peers
 
 
-# The demo's and the benchmark's policies: the baselines under one accounting.
-DEMO_POLICIES = [
-    "sequential", "topk:k=7", "random:steps=10", "top_prob:steps=10", "margin:steps=10", "eb:gamma=0.1",
-    "threshold:tau=0.9", "mi", "mi:gamma=0.1,lam=2",
-]
+@dataclass(frozen=True)
+class SudokuTask:
+    """Sudoku as a :class:`~unmask.tasks.base.Task`: examples are a :class:`SudokuSet`."""
 
+    name: str = NAME
+    unit: str = "puzzle"
+    default_model = DEFAULT_MODEL
 
-def compare(
-    denoiser: Denoiser, sets: dict[str, SudokuSet], policies: list, batch_size: int = 250, progress: bool = True
-) -> list[dict]:
-    """Evaluate every policy (object or spec string) on every puzzle set; one row per (set, policy).
+    def read(self, path) -> SudokuSet:
+        return read_puzzles(path)
 
-    Probe passes of an exact-MI policy are reported apart from NFE (``probe_passes``)."""
-    rows = []
-    for set_name, data in sets.items():
-        for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
-            policy = parse_policy(policy) if isinstance(policy, str) else policy
-            counter = getattr(policy, "counter", None)
-            before = counter.passes if counter is not None else 0
-            row = {"set": set_name, "policy": policy_spec(policy), **evaluate(denoiser, data, policy, batch_size=batch_size)}
-            if counter is not None:
-                row["probe_passes"] = (counter.passes - before) / len(data)
-            rows.append(row)
-    return rows
+    def check_model(self, denoiser: Denoiser) -> None:
+        if denoiser.vocab_size != VOCAB_SIZE or denoiser.mask_id != MASK_ID:
+            raise UnmaskError(f"a Sudoku model predicts {VOCAB_SIZE} digit tokens with mask id {MASK_ID}; "
+                              f"this one has {denoiser.vocab_size} tokens and mask id {denoiser.mask_id}")
+
+    def encode(self, examples) -> torch.Tensor:
+        quizzes = examples.quizzes if isinstance(examples, SudokuSet) else examples
+        return to_tokens(quizzes)
+
+    def score(self, tokens: torch.Tensor, examples: SudokuSet) -> torch.Tensor:
+        return torch.from_numpy(score(from_tokens(tokens), examples))
+
+    def show(self, tokens: torch.Tensor, examples: SudokuSet, k: int) -> list[dict]:
+        grids = from_tokens(tokens[:k])
+        return [{"puzzle": format_grid(q), "output": format_grid(g)} for q, g in zip(examples.quizzes[:k], grids)]
+
+    def related_pairs(self) -> torch.Tensor:
+        return sudoku_peers()
+
+    def board(self, tokens: torch.Tensor) -> Board:
+        grid = from_tokens(tokens[None])[0]
+        return Board((9, 9), torch.arange(81), [str(int(v)) if v else "" for v in grid], block=3)
+
+    def parse_position(self, text: str, tokens: torch.Tensor) -> int:
+        try:
+            r, c = (int(x) - 1 for x in text.split(","))
+        except ValueError:
+            raise UnmaskError(f"cell {text!r}: expected ROW,COLUMN such as 3,7") from None
+        if not (0 <= r < 9 and 0 <= c < 9):
+            raise UnmaskError(f"cell {text}: row and column are 1..9")
+        if tokens[r * 9 + c] != MASK_ID:
+            raise UnmaskError(f"cell {text} is a given; choose a blank cell")
+        return r * 9 + c
 
 
 @dataclass
-class SudokuTask:
+class SudokuTraining:
     """Training: augmented solution grids under random masks; validation: sequential decoding."""
 
     solutions: np.ndarray  # (N, 81) training solution grids, digits 1..9
@@ -97,6 +111,6 @@ class SudokuTask:
     def validate(self, model: TransformerDenoiser) -> dict[str, float]:
         out = {}
         for name, data in self.val_sets.items():
-            m = evaluate(model, data, Sequential())
+            m = evaluate(SudokuTask(), model, data, Sequential(), TokenRule())
             out[f"{name}_acc"] = round(m["accuracy"], 4)
         return out

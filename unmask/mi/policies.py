@@ -1,4 +1,5 @@
-"""MI-guided parallel decoding (seed 000): reveal many tokens at once, but not dependent ones.
+"""MI-guided parallel decoding (Shah et al., neural estimation of pairwise MI in masked sequence
+models — seed 000): reveal many tokens at once, but not dependent ones.
 
 Sort masked positions by entropy; always take the lowest; then scan the rest in order and take
 position i if  H_i + λ · Σ_{j already taken} Î_ij  fits the remaining budget γ, charging it
@@ -7,20 +8,22 @@ own entropy — unlike EB-Sampler's Σ H − max H, which lets the least confide
 With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
 
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
-step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and counts every pass it
-runs (its own base pass included) separately from model NFE — an oracle for analysis.
+step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and returns every pass it
+runs (its own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
+from unmask.decode.policy import Selection, resource
 from unmask.decode.registry import register
 from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
+from unmask.mi.exact import exact_mi
 
 
 def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float) -> torch.Tensor:
@@ -34,10 +37,10 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, ga
         count = (h_sorted.cumsum(1) <= gamma).sum(1).clamp_min(1)  # (B,)
         return take_top(-h, masked, count)
     b = h.shape[0]
-    rows = torch.arange(b)
+    rows = torch.arange(b, device=h.device)
     order = h.masked_fill(~masked, float("inf")).argsort(dim=1, stable=True)  # (B, L) most certain first
     taken = torch.zeros_like(masked)
-    budget = torch.full((b,), float(gamma), dtype=h.dtype)
+    budget = torch.full((b,), float(gamma), dtype=h.dtype, device=h.device)
     for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
         i = order[:, k]  # (B,) k-th candidate of each row
         cost = h[rows, i]
@@ -57,12 +60,12 @@ def _check(gamma: float, lam: float) -> None:
 @register("mi")
 @dataclass(frozen=True)
 class MIGuided:
-    """Greedy entropy + λ·Î budget with Î from a learned MI head on the hidden states."""
+    """Entropy order; take i while H_i + λ·Σ_taken Î_ij fits the remaining γ (Î: the learned MI head)."""
 
     # Defaults: the recommended setting on the shipped Sudoku model, chosen on val-kaggle (README).
     gamma: float = 0.01  # γ: budget in nats per step (entropy + λ·MI of each taken token)
     lam: float = 0.0  # λ: weight of the pairwise MI with tokens already taken this step
-    head: object = field(default=None, compare=False, repr=False, metadata={"spec": False})  # MI head: hidden (B,L,D) → (B,L,L)
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
 
     def __post_init__(self) -> None:
         _check(self.gamma, self.lam)
@@ -78,34 +81,24 @@ class MIGuided:
         return mi_greedy(h, state.masked, mi, self.gamma, self.lam)
 
 
-@dataclass
-class ProbeCounter:
-    """Forward passes spent on exact-MI probing (kept apart from model NFE)."""
-
-    passes: int = 0
-
-
 @register("mi_exact")
 @dataclass(frozen=True)
 class MIExact:
-    """The same rule with exact MI from probing the denoiser: an oracle for analysis."""
+    """The same rule with exact MI from probing the denoiser (1 + N·|V| passes, returned apart): an oracle."""
 
     gamma: float = 0.1  # γ: budget in nats per step
     lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
     eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
-    denoiser: object = field(default=None, compare=False, repr=False, metadata={"spec": False})  # the model to probe
-    counter: ProbeCounter = field(default_factory=ProbeCounter, compare=False, repr=False, metadata={"spec": False})
+    denoiser: object = resource("denoiser")  # the model to probe
 
     def __post_init__(self) -> None:
         _check(self.gamma, self.lam)
 
-    def select(self, state: DecodeState) -> torch.Tensor:
-        from unmask.mi.exact import exact_mi
-
+    def select(self, state: DecodeState) -> Selection:
         if self.denoiser is None:
             raise UnmaskError("mi_exact needs the denoiser to probe")
         res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
-        self.counter.passes += int(res.passes.sum())  # its own base pass included: it is a real pass
         # A model's conditionals can give slightly negative MI; a negative charge would refill the budget.
         mi = res.symmetric.float().clamp_min(0)
-        return mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
+        reveal = mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
+        return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass

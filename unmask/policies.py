@@ -1,0 +1,58 @@
+"""Every decoding policy of the library, by spec, with what it needs attached.
+
+The front door for users, commands and benchmarks: importing this module registers every policy
+family (the baselines of :mod:`unmask.decode`, the MI-guided ones of :mod:`unmask.mi.policies`), and
+:func:`build_policy` turns a spec such as ``mi:gamma=0.1,lam=2`` into a policy whose declared
+resources are filled — the model to probe, the MI head saved beside the model — loading only what
+this policy instance needs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from unmask import mi  # noqa: F401  (registers mi and mi_exact)
+from unmask.decode import POLICIES, attach, needed_resources, parse_policy, policy_spec, with_budget
+from unmask.decode.registry import describe_policies
+from unmask.denoiser import Denoiser
+from unmask.errors import UnmaskError
+
+
+def _mi_head(denoiser: Denoiser, model_dir: str | os.PathLike | None):
+    from unmask.mi.estimator import load_head
+
+    if model_dir is None:
+        raise UnmaskError("this policy needs an MI head: give the model directory it is saved in")
+    return load_head(model_dir).to(denoiser.device)
+
+
+# How each declared resource is found, from the denoiser and the directory it was loaded from.
+LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None], object]] = {
+    "denoiser": lambda denoiser, model_dir: denoiser,
+    "mi_head": _mi_head,
+}
+
+
+def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | os.PathLike | None = None, budget: int | None = None):
+    """Parse ``spec``, set a fixed ``budget`` if given, and attach every resource the policy needs.
+
+    Args:
+        denoiser: the model the policy will decode with (probed by ``mi_exact``).
+        model_dir: where that model was loaded from (MI heads and order policies are saved there).
+        budget: passes for a fixed-budget policy (``random``, ``top_prob``, ``margin``); refused for
+            others, and for a spec that names its own ``steps`` (two budgets would be ambiguous).
+    """
+    policy = parse_policy(spec)
+    if budget is not None and "steps=" in spec.replace(" ", ""):
+        raise UnmaskError(f"{spec}: the spec sets steps and --budget {budget} is given too; give one")
+    policy = with_budget(policy, budget)
+    objects = {}
+    for name in sorted(needed_resources(policy)):
+        if denoiser is None:
+            raise UnmaskError(f"{policy_spec(policy)} needs a {name.replace('_', ' ')}; give the model")
+        objects[name] = LOADERS[name](denoiser, model_dir)
+    return attach(policy, **objects)
+
+
+__all__ = ["LOADERS", "POLICIES", "attach", "build_policy", "describe_policies", "parse_policy", "policy_spec", "with_budget"]
