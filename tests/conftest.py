@@ -1,4 +1,9 @@
-"""Shared fixtures: a tiny random transformer and exact oracle denoisers."""
+"""Shared test helpers, as fixtures (no test imports another test file, nor this one).
+
+Factories rather than objects where tests need several variants: ``make_model(seq_len, vocab, seed)``,
+``make_joint(seq_len, vocab, seed, alpha)``, ``make_sudoku_model()``, ``masked_batch(b, n, vocab, seed)``,
+``empirical_tv(oracle, spec, n)``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from unmask.oracle import JointDenoiser
 torch.set_num_threads(1)
 
 
-def tiny_model(seq_len: int = 16, vocab: int = 4, seed: int = 0) -> TransformerDenoiser:
+def _tiny_model(seq_len: int = 16, vocab: int = 4, seed: int = 0) -> TransformerDenoiser:
     """A randomly initialised 2-layer transformer with sharpened logits (varied confidences)."""
     torch.manual_seed(seed)
     cfg = ModelConfig(vocab_size=vocab, mask_id=vocab, seq_len=seq_len, d_model=32, n_layers=2, n_heads=2, d_ff=64)
@@ -21,18 +26,77 @@ def tiny_model(seq_len: int = 16, vocab: int = 4, seed: int = 0) -> TransformerD
     return model
 
 
-def random_joint(seq_len: int = 4, vocab: int = 3, seed: int = 0, alpha: float = 0.3) -> JointDenoiser:
+def _random_joint(seq_len: int = 4, vocab: int = 3, seed: int = 0, alpha: float = 0.3) -> JointDenoiser:
     """An oracle over a random peaked joint distribution (Dirichlet-like)."""
     g = torch.Generator().manual_seed(seed)
     p = torch.rand((vocab,) * seq_len, generator=g, dtype=torch.float64) ** (1 / alpha)
     return JointDenoiser(p / p.sum())
 
 
+def _small_sudoku_model() -> TransformerDenoiser:
+    """A 1-layer, width-16 model of the Sudoku shape (random weights: fast CLI tests)."""
+    from unmask.tasks.sudoku.data import POSITION_FEATURES
+    from unmask.tasks.sudoku.task import default_model_config
+
+    cfg = default_model_config()
+    cfg.d_model, cfg.n_layers, cfg.d_ff, cfg.n_heads = 16, 1, 32, 2
+    torch.manual_seed(0)
+    return TransformerDenoiser(cfg, POSITION_FEATURES).eval()
+
+
+def _masked_batch(b: int, n: int, vocab: int, seed: int = 0) -> torch.Tensor:
+    """Random ids with a mask ratio rising from 0 (first row fully given) to 1 (last row fully masked)."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(vocab, (b, n), generator=g)
+    ratio = torch.linspace(0, 1, b)[:, None]
+    mask = torch.rand(b, n, generator=g) < ratio
+    mask[-1] = True
+    return torch.where(mask, torch.full_like(tokens, vocab), tokens)
+
+
+def _empirical_tv(oracle: JointDenoiser, spec: str, n: int = 3000) -> float:
+    """Total variation between sequences decoded at temperature 1 by ``spec`` and the oracle's joint."""
+    from unmask.decode import TokenRule, decode
+    from unmask.policies import parse_policy
+
+    tokens = torch.full((n, oracle.seq_len), oracle.mask_id)
+    out = decode(oracle, tokens, parse_policy(spec), TokenRule(1.0), seeds=torch.arange(n)).tokens
+    v = oracle.vocab_size
+    index = (out * v ** torch.arange(oracle.seq_len - 1, -1, -1)).sum(1)
+    freq = torch.bincount(index, minlength=v**oracle.seq_len).double() / n
+    return 0.5 * float((freq - oracle.joint.reshape(-1)).abs().sum())
+
+
+@pytest.fixture
+def make_model():
+    return _tiny_model
+
+
+@pytest.fixture
+def make_joint():
+    return _random_joint
+
+
+@pytest.fixture
+def make_sudoku_model():
+    return _small_sudoku_model
+
+
+@pytest.fixture
+def masked_batch():
+    return _masked_batch
+
+
+@pytest.fixture
+def empirical_tv():
+    return _empirical_tv
+
+
 @pytest.fixture
 def model() -> TransformerDenoiser:
-    return tiny_model()
+    return _tiny_model()
 
 
 @pytest.fixture
 def oracle() -> JointDenoiser:
-    return random_joint()
+    return _random_joint()

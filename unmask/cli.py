@@ -1,16 +1,18 @@
-"""Command line: ``unmask sudoku generate|eval|demo``, ``unmask train sudoku|maths``, ``unmask mi data|train|map``,
-``unmask maths generate|eval``.
+"""Command line, one grammar: ``unmask <task> generate|train|eval|demo`` for every task
+(``sudoku``, ``maths``), and ``unmask mi data|train|map --task T``.
 
 User errors (bad files, specs, puzzles) print one line ``unmask: error: ...`` and exit with code 2.
+The old spellings ``unmask train sudoku|maths`` and ``unmask maths hf-eval`` still work (hidden) for
+one release.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from unmask.commands import maths, mi, sudoku
-from unmask.commands.common import DEFAULT_SUDOKU_MODEL  # noqa: F401  (public: the shipped model)
 from unmask.errors import UnmaskError
 
 
@@ -22,17 +24,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"unmask: error: {where + ': ' if where else ''}{message} (see --help)\n")
 
 
+def _version() -> str:
+    try:
+        return version("unmask")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``unmask`` argument parser."""
     p = Parser(prog="unmask", description="Parallel decoding of masked diffusion models.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"unmask {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{sudoku,maths,mi}")
     sudoku.add_parser(sub)
-    train = sub.add_parser("train", help="train a masked diffusion model")
+    maths.add_parser(sub)
+    mi.add_parser(sub)
+    train = sub.add_parser("train", help=argparse.SUPPRESS)  # old spelling: unmask train <task>
     tsub = train.add_subparsers(dest="task", required=True)
     sudoku.add_train_parser(tsub)
     maths.add_train_parser(tsub)
-    mi.add_parser(sub)
-    maths.add_parser(sub)
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest != "train"]  # hidden from --help
     return p
 
 

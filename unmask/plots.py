@@ -21,34 +21,41 @@ def pyplot():
     return plt
 
 
-def plot_mi_map(puzzle: np.ndarray, maps: dict[str, np.ndarray], cell: int, out: str | os.PathLike) -> None:
-    """For each named ``(81, 81)`` MI matrix: the full matrix, and the 9×9 board of MI with ``cell``.
+def plot_mi_map(board, maps: dict[str, np.ndarray], position: int, out: str | os.PathLike) -> None:
+    """For each named ``(L, L)`` MI matrix: the matrix over the positions the task draws, and the MI
+    of every position with ``position``, laid out on the task's :class:`~unmask.tasks.base.Board`.
 
-    ``puzzle`` ``(81,)`` (0 = blank) is drawn on the boards; ``cell`` is outlined.
+    The board's labels (givens) are written in their cells; ``position`` is outlined.
     """
     plt = pyplot()
-    fig, axes = plt.subplots(2, len(maps), figsize=(4.6 * len(maps), 9), squeeze=False)
-    r, c = divmod(cell, 9)
+    rows, cols = board.shape
+    cells = board.positions.numpy()  # (rows·cols,) sequence position per cell, -1 = empty
+    shown = cells[cells >= 0]  # the positions drawn, in board order
+    fig, axes = plt.subplots(2, len(maps), figsize=(4.6 * len(maps), 4.5 + 4.5 * rows / cols), squeeze=False)
+    where = int(np.flatnonzero(cells == position)[0])
+    r, c = divmod(where, cols)
     for col, (name, mi) in enumerate(maps.items()):
         ax = axes[0, col]
-        im = ax.imshow(mi, cmap="magma")
-        ax.set_title(f"{name}: MI matrix (81×81)")
-        for k in range(0, 82, 9):
-            ax.axhline(k - 0.5, color="w", lw=0.3)
-            ax.axvline(k - 0.5, color="w", lw=0.3)
+        im = ax.imshow(mi[np.ix_(shown, shown)], cmap="magma")
+        ax.set_title(f"{name}: MI matrix ({len(shown)}×{len(shown)})")
+        if board.block:
+            for k in range(0, len(shown) + 1, cols):  # one line per board row
+                ax.axhline(k - 0.5, color="w", lw=0.3)
+                ax.axvline(k - 0.5, color="w", lw=0.3)
         fig.colorbar(im, ax=ax, fraction=0.046, label="nats")
         ax = axes[1, col]
-        board = mi[cell].reshape(9, 9).copy()
-        board[r, c] = np.nan
-        im = ax.imshow(board, cmap="viridis")
-        for k in range(0, 10, 3):
-            ax.axhline(k - 0.5, color="k", lw=2)
-            ax.axvline(k - 0.5, color="k", lw=2)
-        for i, v in enumerate(puzzle):
-            if v:
-                ax.text(i % 9, i // 9, str(int(v)), ha="center", va="center", color="w", fontsize=9)
+        values = np.where(cells >= 0, mi[position][np.maximum(cells, 0)], np.nan).reshape(rows, cols)
+        values[r, c] = np.nan
+        im = ax.imshow(values, cmap="viridis")
+        if board.block:
+            for k in range(0, max(rows, cols) + 1, board.block):
+                ax.axhline(k - 0.5, color="k", lw=2)
+                ax.axvline(k - 0.5, color="k", lw=2)
+        for i, text in enumerate(board.labels):
+            if text:
+                ax.text(i % cols, i // cols, text, ha="center", va="center", color="w", fontsize=9)
         ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
-        ax.set_title(f"{name}: MI with cell (r{r + 1}, c{c + 1})")
+        ax.set_title(f"{name}: MI with position {position} (row {r + 1}, column {c + 1})")
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, label="nats")

@@ -1,13 +1,13 @@
-"""Helpers shared by the command modules."""
+"""Helpers shared by the command modules: typed flags from dataclasses, and the flags every
+evaluating command shares (model, policy, budget, device, token rule)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import typing
-from pathlib import Path
 
-DEFAULT_SUDOKU_MODEL = Path(__file__).resolve().parent.parent / "models" / "sudoku"  # the shipped model
+from unmask.errors import UnmaskError
 
 
 def positive_int(text: str) -> int:
@@ -18,17 +18,31 @@ def positive_int(text: str) -> int:
     return value
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows every flag's default and keeps the policy list's line breaks."""
+
+
+def policy_epilog() -> str:
+    """Every registered policy with its defaults and one-line rule (the ``--help`` epilog)."""
+    from unmask.policies import describe_policies
+
+    return "policies (SPEC = name or name:key=value,...; defaults shown):\n  " + "\n  ".join(describe_policies())
+
+
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, only: list[str] | None = None) -> None:
-    """One ``--flag`` per dataclass field (default None = keep the dataclass default)."""
+    """One ``--flag`` per dataclass field (default None = keep the dataclass default, shown in help)."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if only is not None and f.name not in only:
             continue
         flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        shown = argparse.SUPPRESS if default is None else None
+        text = f"(default: {default})" if shown is None else None
         if hints[f.name] is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(flag, type=hints[f.name], default=None, metavar=f.name.upper())
+            parser.add_argument(flag, type=hints[f.name], default=None, metavar=f.name.upper(), help=text)
 
 
 def from_args(cls: type, args: argparse.Namespace, base=None):
@@ -37,11 +51,52 @@ def from_args(cls: type, args: argparse.Namespace, base=None):
     return dataclasses.replace(base, **given) if base is not None else cls(**given)
 
 
-def policy_for(spec: str, model, model_dir: str | Path):
-    """Parse a policy spec and attach what it needs: the model to probe, the MI head if saved."""
-    from unmask.decode import attach, parse_policy
-    from unmask.mi.estimator import load_head
+def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, policy: str = "sequential") -> None:
+    """The flags of every command that decodes with a model."""
+    p.add_argument("--model", default=str(default_model), help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
+    p.add_argument("--policy", default=policy, metavar="SPEC", help="decoding policy (listed below)")
+    p.add_argument("--budget", type=positive_int, help="passes per sequence for a fixed-budget policy (random, top_prob, margin)")
+    p.add_argument("--steps", dest="budget", type=positive_int, help=argparse.SUPPRESS)  # old spelling of --budget
+    p.add_argument("--temperature", type=float, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
+    p.add_argument("--batch-size", type=positive_int, default=batch_size, help="sequences per forward pass")
+    p.add_argument("--seed", type=int, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
+    p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
+    hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
+    hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
+    hf.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
 
-    policy = parse_policy(spec)
-    needs_head = getattr(policy, "lam", 0) != 0 and hasattr(policy, "head")
-    return attach(policy, denoiser=model, head=load_head(model_dir, required=needs_head) if needs_head else None)
+
+def load_for_eval(args: argparse.Namespace, task: str):
+    """The model named by ``--model`` on ``--device`` (an :class:`unmask.adapters.Loaded`)."""
+    import torch
+
+    from unmask.adapters import HFOptions, load_denoiser
+
+    hf = HFOptions(args.trust_remote_code, args.shift_logits, {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype])
+    return load_denoiser(args.model, args.device, task=task, hf=hf)
+
+
+def policy_from_args(args: argparse.Namespace, loaded):
+    """The ``--policy`` with ``--budget`` set and its resources attached from the loaded model."""
+    from unmask.policies import build_policy
+
+    return build_policy(args.policy, loaded.denoiser, loaded.directory, args.budget)
+
+
+def check_policy(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--policy``/``--budget`` before a model load that may take minutes."""
+    from unmask.policies import parse_policy, with_budget
+
+    if args.budget is not None and "steps=" in args.policy.replace(" ", ""):
+        raise UnmaskError(f"{args.policy}: the spec sets steps and --budget {args.budget} is given too; give one")
+    with_budget(parse_policy(args.policy), args.budget)
+
+
+def json_record(args: argparse.Namespace, policy_spec: str, metrics: dict) -> dict:
+    """What ``--json`` prints: the run's settings, then the metrics."""
+    from unmask.eval import shown_path
+
+    model = args.model if args.model.startswith("hf:") else shown_path(args.model)
+    return {"policy": policy_spec, "model": model, "temperature": args.temperature, "seed": args.seed, **metrics}

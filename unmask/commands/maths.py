@@ -1,4 +1,4 @@
-"""``unmask maths generate|eval`` and ``unmask train maths``."""
+"""``unmask maths generate|train|eval|demo``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import add_dataclass_args, from_args, policy_for, positive_int
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, json_record,
+                                    load_for_eval, policy_epilog, policy_from_args, positive_int)
 from unmask.errors import UnmaskError
-
-DEFAULT_MATHS_MODEL = Path(__file__).resolve().parent.parent / "models" / "maths"
+from unmask.tasks.maths.task import DEFAULT_MODEL
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -60,18 +60,29 @@ def _refuse_ignored_flags(args: argparse.Namespace) -> None:
 
 
 def _eval(args: argparse.Namespace) -> None:
-    from unmask.decode import TokenRule, policy_spec
-    from unmask.model import load_model, resolve_device
-    from unmask.tasks.maths.data import problems_or_standard
-    from unmask.tasks.maths.task import evaluate, shape, with_budget
+    from unmask.adapters import HF_PREFIX
 
-    device = resolve_device(args.device)
-    model = load_model(args.model, task="maths").to(device)
+    check_policy(args)  # before a model load that may take minutes
+    if args.model.startswith(HF_PREFIX):
+        return _eval_hf(args)
+    if args.gen_length is not None or args.block is not None:
+        raise UnmaskError("--gen-length/--block: only for a Hugging Face model (--model hf:DIR)")
+    from unmask.decode import TokenRule, policy_spec
+    from unmask.dist import is_main
+    from unmask.eval import evaluate
+    from unmask.tasks.maths.data import problems_or_standard
+    from unmask.tasks.maths.task import MathsTask
+
+    loaded = load_for_eval(args, "maths")
+    task = MathsTask.for_model(loaded.denoiser.cfg)
     limit = args.n if args.n or args.problems else 200  # without a file: the first 200 of the test split
-    problems = problems_or_standard(args.problems, "test", shape(model.cfg))[:limit]
-    policy = with_budget(policy_for(args.policy, model, args.model), args.steps)
-    m = evaluate(model, model.cfg, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
-    m = {"policy": policy_spec(policy), "problems": str(args.problems or "standard test split"), **m}
+    problems = problems_or_standard(args.problems, "test", (task.prompt_len, task.answer_len))[:limit]
+    policy = policy_from_args(args, loaded)
+    m = evaluate(task, loaded.denoiser, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed,
+                 progress=not args.json, show=3)
+    m = {**json_record(args, policy_spec(policy), m), "problems": str(args.problems or "standard test split")}
+    if not is_main():
+        return
     if args.json:
         print(json.dumps(m))
     else:
@@ -80,53 +91,79 @@ def _eval(args: argparse.Namespace) -> None:
             print(f"  Q: {ex['question']}\n  A: {ex['output']!r} (target {ex['target']})")
 
 
-def _hf_eval(args: argparse.Namespace) -> None:
-    import torch
-
-    from unmask.adapters.hf import HFDenoiser, answer_from_text, generate_answers
-    from unmask.decode import TokenRule, parse_policy, policy_spec
-    from unmask.decode.semi_ar import SemiAR
+def _eval_hf(args: argparse.Namespace) -> None:
+    """GSM8K-style problems with a local Hugging Face masked diffusion LM (LLaDA/Dream)."""
+    from unmask.decode import SemiAR, TokenRule, policy_spec
     from unmask.tasks.maths.data import read_problems
-    from unmask.tasks.maths.task import with_budget
+    from unmask.tasks.maths.gsm8k import answer_from_text, generate_answers
 
-    if args.block and args.gen_length % args.block:
-        raise UnmaskError(f"--gen-length {args.gen_length} is not a multiple of --block {args.block}")
-    with_budget(parse_policy(args.policy), args.steps)  # these checks come before a load that may take minutes
+    gen_length = args.gen_length or 256
+    if args.block and gen_length % args.block:
+        raise UnmaskError(f"--gen-length {gen_length} is not a multiple of --block {args.block}")
+    if not args.problems:
+        raise UnmaskError("--problems FILE is required with a Hugging Face model (e.g. GSM8K's test.jsonl)")
     problems = read_problems(args.problems)[: args.n]
-    rule = TokenRule(args.temperature)
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
-    model, tok = HFDenoiser.from_pretrained(args.model_dir, trust_remote_code=args.trust_remote_code,
-                                            shift_logits=args.shift_logits, device=args.device, dtype=dtype)
-    policy = with_budget(policy_for(args.policy, model, args.model_dir), args.steps)
-    gen = generate_answers(model, tok, [p.question for p in problems], policy, args.gen_length, args.block, rule,
-                           args.batch_size, args.seed, progress=not args.json)
+    loaded = load_for_eval(args, "maths")
+    policy = policy_from_args(args, loaded)
+    gen = generate_answers(loaded.denoiser, loaded.tokenizer, [p.question for p in problems], policy, gen_length, args.block,
+                           TokenRule(args.temperature), args.batch_size, args.seed, progress=not args.json)
     correct = [answer_from_text(t) == p.answer for t, p in zip(gen.texts, problems)]
     spec = str(SemiAR(policy, args.block)) if args.block else policy_spec(policy)
-    m = {"policy": spec, "n": len(problems), "accuracy": sum(correct) / len(problems),
-         "mean_nfe": float(gen.nfe.double().mean()), "seconds": round(gen.seconds, 2)}
+    m = {"n": len(problems), "accuracy": sum(correct) / len(problems), "mean_nfe": float(gen.nfe.double().mean()),
+         "seconds": round(gen.seconds, 2)}
+    m = json_record(args, spec, m)
     print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
+
+
+def _hf_eval_alias(args: argparse.Namespace) -> None:
+    """The old ``unmask maths hf-eval --model-dir DIR`` spelling of ``eval --model hf:DIR``."""
+    args.model = "hf:" + args.model_dir
+    _eval(args)
+
+
+def _demo(args: argparse.Namespace) -> None:
+    from unmask.eval import compare, markdown_table
+    from unmask.policies import build_policy
+    from unmask.tasks.maths.arith import ArithConfig, generate
+    from unmask.tasks.maths.data import STANDARD_SETS
+    from unmask.tasks.maths.task import MathsTask
+
+    loaded = load_for_eval(args, "maths")
+    model = loaded.denoiser
+    task = MathsTask.for_model(model.cfg)
+    print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
+    seeds = {seed for _, seed in STANDARD_SETS.values()}
+    if args.seed in seeds:
+        raise UnmaskError(f"--seed {args.seed} draws a standard split; choose another for fresh problems")
+    problems = generate(ArithConfig(steps=args.steps_per_problem), args.n, args.seed)
+    specs = args.policies or [f"{name}:steps={t}" for t in (4, 10) for name in ("random", "top_prob", "margin")] + [
+        "sequential", "threshold:tau=0.9", "eb:gamma=0.1", "mi:gamma=0.1"]
+    rows = compare(task, model, {f"fresh ({args.n})": problems}, [build_policy(s, model, loaded.directory) for s in specs], batch_size=128)
+    for r in rows:
+        r["accuracy %"] = 100 * r["accuracy"]
+    print(markdown_table(rows, ["set", "policy", "mean_nfe", "accuracy %", "examples_per_s"]))
 
 
 def _train(args: argparse.Namespace) -> None:
     from unmask.model import ModelConfig
     from unmask.tasks.maths.data import read_problems
-    from unmask.tasks.maths.task import MathsTask, default_model_config
+    from unmask.tasks.maths.task import MathsTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
     model_cfg = from_args(ModelConfig, args, default_model_config(args.prompt_len, args.answer_len))
     problems = read_problems(args.data)
     val = read_problems(args.val)[: args.val_n] if args.val else []
-    train(MathsTask(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume)
+    train(MathsTraining(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume)
 
 
 def add_parser(sub) -> None:
     """``unmask maths ...``."""
     from unmask.tasks.maths.arith import ArithConfig
 
-    maths = sub.add_parser("maths", help="maths word problems: generate sets, evaluate decoding policies")
-    ms = maths.add_subparsers(dest="action", required=True)
-    g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')")
+    maths = sub.add_parser("maths", help="maths word problems: generate sets, train, evaluate decoding policies, demo")
+    ms = maths.add_subparsers(dest="action", required=True, metavar="{generate,train,eval,demo}")
+    g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
     g.add_argument("--n", type=positive_int, help="problems (default 1000)")
     g.add_argument("--seed", type=int, help="default 0")
@@ -137,44 +174,44 @@ def add_parser(sub) -> None:
     add_dataclass_args(g, ArithConfig)
     g.set_defaults(run=_generate)
 
-    e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE")
-    e.add_argument("--problems", help="GSM8K-style JSONL (default: the first --n (200) of the standard test split)")
-    e.add_argument("--policy", default="sequential", help="SPEC, e.g. top_prob, margin, random, eb:gamma=0.1")
-    e.add_argument("--steps", type=positive_int, help="step budget T for fixed-budget policies (random, top_prob, margin)")
-    e.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
-    e.add_argument("--n", type=positive_int, help="only the first N problems")
-    e.add_argument("--temperature", type=float, default=0.0)
-    e.add_argument("--batch-size", type=positive_int, default=128)
-    e.add_argument("--device", default="cpu", help="where the model runs (the decode loop stays on the CPU)")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--json", action="store_true", help="print one JSON object")
+    add_train_parser(ms, "train")
+
+    e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE",
+                      formatter_class=HelpFormatter, epilog=policy_epilog())
+    _add_eval_flags(e)
     e.set_defaults(run=_eval)
 
-    h = ms.add_parser("hf-eval", help="GSM8K-style evaluation of a local Hugging Face masked diffusion LM (LLaDA/Dream)")
-    h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer (never downloaded)")
-    h.add_argument("--problems", required=True, help="GSM8K-style JSONL (e.g. GSM8K's test.jsonl)")
-    h.add_argument("--policy", default="top_prob", help="SPEC")
-    h.add_argument("--steps", type=positive_int, help="step budget of fixed-budget policies (per block with --block)")
-    h.add_argument("--gen-length", type=positive_int, default=256, help="masked positions after the prompt")
-    h.add_argument("--block", type=positive_int, help="semi-autoregressive blocks of this length (LLaDA)")
-    h.add_argument("--n", type=positive_int, help="only the first N problems")
-    h.add_argument("--device", default="cpu")
-    h.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    h.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
-    h.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
-    h.add_argument("--temperature", type=float, default=0.0)
-    h.add_argument("--batch-size", type=positive_int, default=8)
-    h.add_argument("--seed", type=int, default=0)
-    h.add_argument("--json", action="store_true")
-    h.set_defaults(run=_hf_eval)
+    h = ms.add_parser("hf-eval", help=argparse.SUPPRESS, formatter_class=HelpFormatter)  # old spelling, one release
+    h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer")
+    _add_eval_flags(h)
+    h.set_defaults(run=_hf_eval_alias, policy="top_prob", batch_size=8)
+
+    dm = ms.add_parser("demo", help="fresh problems, fixed budgets and adaptive policies, one table", formatter_class=HelpFormatter,
+                       epilog=policy_epilog())
+    dm.add_argument("--n", type=positive_int, default=100, help="fresh problems")
+    dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh problems (not a standard split's)")
+    dm.add_argument("--steps-per-problem", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
+    dm.add_argument("--model", default=str(DEFAULT_MODEL), help="model directory (default: the shipped 2-step model)")
+    dm.add_argument("--device", default="cpu", help="where the model runs")
+    dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones)")
+    dm.set_defaults(run=_demo, trust_remote_code=False, shift_logits=False, dtype="float32")
 
 
-def add_train_parser(tsub) -> None:
-    """``unmask train maths ...``."""
+def _add_eval_flags(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--problems", help="GSM8K-style JSONL (default: the first --n (200) of the standard test split)")
+    e.add_argument("--n", type=positive_int, help="only the first N problems")
+    add_eval_args(e, DEFAULT_MODEL, batch_size=128)
+    hf = [g for g in e._action_groups if g.title.startswith("Hugging Face")][0]
+    hf.add_argument("--gen-length", type=positive_int, help="masked positions after the prompt (default 256)")
+    hf.add_argument("--block", type=positive_int, help="semi-autoregressive blocks of this length (LLaDA)")
+
+
+def add_train_parser(sub, name: str = "maths") -> None:
+    """``unmask maths train ...`` (and the old spelling ``unmask train maths``)."""
     from unmask.model import ModelConfig
     from unmask.train import TrainConfig
 
-    t = tsub.add_parser("maths", help="train the maths MDM: question given, answer region infilled")
+    t = sub.add_parser(name, help="train the maths MDM: question given, answer region infilled", formatter_class=HelpFormatter)
     t.add_argument("--data", required=True, help="training JSONL")
     t.add_argument("--val", help="validation JSONL, scored by sequential decoding")
     t.add_argument("--val-n", type=positive_int, default=200)

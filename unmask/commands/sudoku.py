@@ -1,4 +1,4 @@
-"""``unmask sudoku generate|eval|demo`` and ``unmask train sudoku``."""
+"""``unmask sudoku generate|train|eval|demo``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import DEFAULT_SUDOKU_MODEL, add_dataclass_args, from_args, policy_for, positive_int
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, json_record,
+                                    load_for_eval, policy_epilog, policy_from_args, positive_int)
 from unmask.errors import UnmaskError
+from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -27,45 +29,50 @@ def _generate(args: argparse.Namespace) -> None:
 
 def _eval(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
-    from unmask.model import load_model
-    from unmask.tasks.sudoku.data import read_puzzles
-    from unmask.tasks.sudoku.task import evaluate
+    from unmask.dist import is_main
+    from unmask.eval import evaluate
+    from unmask.tasks.sudoku.task import SudokuTask
 
+    task = SudokuTask()
     rule = TokenRule(args.temperature)
-    data = read_puzzles(args.puzzles)
-    model = load_model(args.model, task="sudoku")
-    policy = policy_for(args.policy, model, args.model)
-    m = evaluate(model, data, policy, rule, args.batch_size, args.seed, progress=not args.json)
-    m = {"policy": policy_spec(policy), "puzzles": str(args.puzzles), **m}
-    if hasattr(policy, "counter"):
-        m["probe_passes_per_puzzle"] = policy.counter.passes / m["n"]
+    check_policy(args)
+    data = task.read(args.puzzles)
+    loaded = load_for_eval(args, task.name)
+    task.check_model(loaded.denoiser)
+    policy = policy_from_args(args, loaded)
+    m = evaluate(task, loaded.denoiser, data, policy, rule, args.batch_size, args.seed, progress=not args.json)
+    m = {**json_record(args, policy_spec(policy), m), "puzzles": str(args.puzzles)}
+    if not is_main():
+        return
     if args.json:
         print(json.dumps(m))
     else:
-        print(f"{m['policy']}: accuracy {m['accuracy']:.1%} on {m['n']} puzzles, mean NFE {m['mean_nfe']:.2f}, "
-              f"{m['puzzles_per_s']:.1f} puzzles/s")
+        extra = f", {m['extra_passes']:.0f} extra passes per puzzle" if "extra_passes" in m else ""
+        print(f"{m['policy']}: accuracy {m['accuracy']:.1%} on {m['n']} puzzles, mean NFE {m['mean_nfe']:.2f}{extra}, "
+              f"{m['examples_per_s']:.1f} puzzles/s")
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from unmask.eval import markdown_table
-    from unmask.model import load_model
+    from unmask.eval import compare, markdown_table
+    from unmask.policies import build_policy
     from unmask.tasks.sudoku.generate import generate
-    from unmask.tasks.sudoku.task import DEMO_POLICIES, compare
+    from unmask.tasks.sudoku.task import DEMO_POLICIES, SudokuTask
 
-    model = load_model(args.model, task="sudoku")
+    loaded = load_for_eval(args, "sudoku")
+    model = loaded.denoiser
     print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
     sets = {f"{kind} ({args.n})": generate(kind, args.n, args.seed) for kind in ("kaggle", "hard")}
-    policies = [policy_for(spec, model, args.model) for spec in args.policies or DEMO_POLICIES]
-    rows = compare(model, sets, policies)
+    policies = [build_policy(spec, model, loaded.directory) for spec in args.policies or DEMO_POLICIES]
+    rows = compare(SudokuTask(), model, sets, policies)
     for r in rows:
         r["accuracy %"] = 100 * r["accuracy"]
-    print(markdown_table(rows, ["set", "policy", "mean_nfe", "accuracy %", "puzzles_per_s"]))
+    print(markdown_table(rows, ["set", "policy", "mean_nfe", "accuracy %", "examples_per_s"]))
 
 
 def _train(args: argparse.Namespace) -> None:
     from unmask.model import ModelConfig
     from unmask.tasks.sudoku.data import SudokuSet, read_puzzles
-    from unmask.tasks.sudoku.task import SudokuTask, default_model_config
+    from unmask.tasks.sudoku.task import SudokuTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
@@ -78,16 +85,16 @@ def _train(args: argparse.Namespace) -> None:
         data = read_puzzles(path)
         sol = None if data.solutions is None else data.solutions[: args.val_n]
         val[Path(path).stem] = SudokuSet(data.quizzes[: args.val_n], sol)
-    train(SudokuTask(train_set.solutions, val), cfg, args.out, model_cfg, resume=args.resume)
+    train(SudokuTraining(train_set.solutions, val), cfg, args.out, model_cfg, resume=args.resume)
 
 
 def add_parser(sub) -> None:
     """``unmask sudoku ...``."""
     from unmask.tasks.sudoku.generate import PRESETS
 
-    sudoku = sub.add_parser("sudoku", help="Sudoku puzzles: generate sets, evaluate decoding policies")
-    ss = sudoku.add_subparsers(dest="action", required=True)
-    g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)")
+    sudoku = sub.add_parser("sudoku", help="Sudoku puzzles: generate sets, train, evaluate decoding policies, demo")
+    ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,train,eval,demo}")
+    g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle", help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
     g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
     g.add_argument("--seed", type=int, default=0)
@@ -96,30 +103,30 @@ def add_parser(sub) -> None:
     g.add_argument("--workers", type=positive_int, default=1, help="processes (the output does not depend on it)")
     g.set_defaults(run=_generate)
 
-    e = ss.add_parser("eval", help="decode puzzles with a policy; accuracy, mean NFE, puzzles/s")
+    add_train_parser(ss, "train")
+
+    e = ss.add_parser("eval", help="decode puzzles with a policy; accuracy, mean NFE, puzzles/s",
+                      formatter_class=HelpFormatter, epilog=policy_epilog())
     e.add_argument("--puzzles", required=True, help="CSV with quizzes[,solutions]")
-    e.add_argument("--policy", default="sequential", help="SPEC: name or name:key=value,... e.g. topk:k=7, eb:gamma=0.6")
-    e.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="model directory (default: the shipped model)")
-    e.add_argument("--temperature", type=float, default=0.0, help="0 = argmax tokens, > 0 = sample")
-    e.add_argument("--batch-size", type=positive_int, default=250)
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--json", action="store_true", help="print one JSON object")
+    add_eval_args(e, DEFAULT_MODEL, batch_size=250)
     e.set_defaults(run=_eval)
 
-    dm = ss.add_parser("demo", help="fresh puzzles, every baseline policy, one table (forward passes vs accuracy)")
+    dm = ss.add_parser("demo", help="fresh puzzles, every baseline policy, one table (forward passes vs accuracy)",
+                       formatter_class=HelpFormatter, epilog=policy_epilog())
     dm.add_argument("--n", type=positive_int, default=100, help="puzzles of each kind (kaggle-density and hard)")
     dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh puzzles")
-    dm.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL), help="model directory (default: the shipped model)")
+    dm.add_argument("--model", default=str(DEFAULT_MODEL), help="model directory (default: the shipped model)")
+    dm.add_argument("--device", default="cpu", help="where the model runs")
     dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: one of each baseline)")
-    dm.set_defaults(run=_demo)
+    dm.set_defaults(run=_demo, trust_remote_code=False, shift_logits=False, dtype="float32")
 
 
-def add_train_parser(tsub) -> None:
-    """``unmask train sudoku ...``."""
+def add_train_parser(sub, name: str = "sudoku") -> None:
+    """``unmask sudoku train ...`` (and the old spelling ``unmask train sudoku``)."""
     from unmask.model import ModelConfig
     from unmask.train import TrainConfig
 
-    t = tsub.add_parser("sudoku", help="train the Sudoku MDM on solution grids with symmetry augmentation")
+    t = sub.add_parser(name, help="train the Sudoku MDM on solution grids with symmetry augmentation", formatter_class=HelpFormatter)
     t.add_argument("--data", required=True, help="training CSV (solutions are used)")
     t.add_argument("--val", action="append", help="validation CSV, scored by sequential decoding (repeatable)")
     t.add_argument("--val-n", type=positive_int, default=100, help="puzzles of each validation set to score")

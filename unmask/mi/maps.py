@@ -1,6 +1,7 @@
 """MI maps and a structure score: does the model's MI follow the rules of the task?
 
-For Sudoku the rules are "peer" pairs (same row, column or box: 20 of a cell's 80 others, 25 %).
+The task supplies the pairs its rules relate (:meth:`unmask.tasks.base.Task.related_pairs`); for
+Sudoku these are "peer" pairs (same row, column or box: 20 of a cell's 80 others, 25 %).
 The structure score is the share of MI mass, and of the top-k pairs, that falls on peer pairs,
 beside the chance level for the same candidate pairs — the quantitative form of seed 000's
 "the MI maps show rows, columns and boxes without being told".
@@ -9,17 +10,6 @@ beside the chance level for the same candidate pairs — the quantitative form o
 from __future__ import annotations
 
 import torch
-
-from unmask.tasks.sudoku.grid import PEERS
-
-
-def sudoku_peers() -> torch.Tensor:
-    """``(81, 81)`` bool: same row, column or box (diagonal False)."""
-    peers = torch.zeros(81, 81, dtype=torch.bool)
-    for i, ps in enumerate(PEERS):
-        peers[i, list(ps)] = True
-    return peers
-
 
 def structure_score(mi: torch.Tensor, pairs: torch.Tensor, related: torch.Tensor, k: int = 20) -> dict:
     """Share of MI on ``related`` pairs.

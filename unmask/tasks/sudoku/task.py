@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -15,7 +16,7 @@ from unmask.eval import evaluate
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.tasks.base import MODELS, Board
 from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, format_grid, from_tokens,
-                                      read_puzzles, score, to_tokens)
+                                      givens_clash, parse_grid, read_puzzles, score, to_tokens)
 from unmask.tasks.sudoku.grid import PEERS
 
 NAME = "sudoku"
@@ -53,6 +54,13 @@ class SudokuTask:
     default_model = DEFAULT_MODEL
 
     def read(self, path) -> SudokuSet:
+        """A ``quizzes[,solutions]`` CSV, or one puzzle given inline as an 81-character grid."""
+        text = str(path).strip()
+        if len(text) == 81 and set(text) <= set("0123456789.") and not Path(text).exists():
+            grid = parse_grid(text)
+            if givens_clash(grid[None])[0]:
+                raise UnmaskError("the puzzle's givens repeat a digit in a row, column or box")
+            return SudokuSet(grid[None], None)
         return read_puzzles(path)
 
     def check_model(self, denoiser: Denoiser) -> None:
