@@ -19,12 +19,10 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import positive_int
-from unmask.commands.maths import DEFAULT_MATHS_MODEL
 from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model
 from unmask.tasks.maths.data import problems_or_standard
-from unmask.tasks.maths.task import encode, shape
+from unmask.tasks.maths.task import DEFAULT_MODEL, encode, shape
 
 FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
@@ -52,11 +50,13 @@ def probe(model, problems) -> list[dict]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL), help="model directory")
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model directory")
     p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard val split, regenerated)")
-    p.add_argument("--n", type=positive_int, default=500)
+    p.add_argument("--n", type=int, default=500)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = p.parse_args()
+    if args.n < 1:
+        p.error("--n must be >= 1")
     model = load_model(args.model, task="maths")
     problems = problems_or_standard(args.problems, "val", shape(model.cfg))
     rows = probe(model, problems[: args.n])

@@ -17,14 +17,12 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import policy_for, positive_int
-from unmask.commands.maths import DEFAULT_MATHS_MODEL
-from unmask.decode import policy_spec
-from unmask.eval import markdown_table, shown_path
+from unmask.policies import build_policy, policy_spec
+from unmask.eval import evaluate, markdown_table, shown_path
 from unmask.model import load_model, resolve_device
 from unmask.plots import plot_pareto
 from unmask.tasks.maths.data import problems_or_standard
-from unmask.tasks.maths.task import evaluate, shape, with_budget
+from unmask.tasks.maths.task import DEFAULT_MODEL, MathsTask, shape
 
 BUDGETS = [4, 5, 10, 15]
 FIXED = ["random", "top_prob", "margin"]
@@ -40,12 +38,14 @@ REFERENCE = [  # seed 004, 170M MDM on GSM8K
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_MATHS_MODEL))
+    p.add_argument("--model", default=str(DEFAULT_MODEL))
     p.add_argument("--problems", help="GSM8K-style JSONL (default: the standard test split, regenerated)")
-    p.add_argument("--n", type=positive_int, default=1000)
-    p.add_argument("--device", default="cpu", help="where the model runs, e.g. cuda (the decode loop stays on the CPU)")
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--device", default="cpu", help="where the model and the decode loop run, e.g. cuda")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args()
+    if args.n < 1:
+        p.error("--n must be >= 1")
 
     torch.set_num_threads(2)
     start = time.time()
@@ -53,11 +53,12 @@ def main() -> None:
     problems = problems_or_standard(args.problems, "test", shape(model.cfg))
     problems = problems[: args.n]
     full = model.cfg.seq_len - model.cfg.prompt_len  # the answer region: one position per pass
-    runs = [(with_budget(policy_for(name, model, args.model), t), t) for t in [*BUDGETS, full] for name in FIXED]
-    runs += [(policy_for(spec, model, args.model), None) for spec in ADAPTIVE]
+    runs = [(build_policy(name, model, args.model, budget=t), t) for t in [*BUDGETS, full] for name in FIXED]
+    runs += [(build_policy(spec, model, args.model), None) for spec in ADAPTIVE]
+    task = MathsTask.for_model(model.cfg)
     rows = []
     for policy, budget in runs:
-        m = evaluate(model, model.cfg, problems, policy)
+        m = evaluate(task, model, problems, policy, batch_size=128)
         rows.append({"set": "maths test", "policy": policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
                      "accuracy %": round(100 * m["accuracy"], 1), "seconds": m["seconds"]})
         print(rows[-1])

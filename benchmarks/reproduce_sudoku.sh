@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
       --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
       --eval-every 500 --ckpt-every 250)
-if [ -f runs/sudoku/checkpoint.pt ]; then unmask train sudoku "${args[@]}" --resume; else unmask train sudoku "${args[@]}"; fi
+if [ -f runs/sudoku/checkpoint.pt ]; then unmask sudoku train "${args[@]}" --resume; else unmask sudoku train "${args[@]}"; fi
 mkdir -p unmask/models/sudoku
 cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors unmask/models/sudoku/
 python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
@@ -21,9 +21,9 @@ python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_
 python benchmarks/sudoku_policies.py
 
 # 4. MI head: exact-MI states along sequential trajectories of training puzzles, then the head.
-unmask mi data --model unmask/models/sudoku --puzzles data/sudoku/train.csv --out data/mi/sudoku \
+unmask mi data --task sudoku --model unmask/models/sudoku --examples data/sudoku/train.csv --out data/mi/sudoku \
     --states 1200 --shard-size 100 --workers 2
-unmask mi train --model unmask/models/sudoku --data data/mi/sudoku --steps 2000
+unmask mi train --task sudoku --model unmask/models/sudoku --data data/mi/sudoku --steps 2000
 
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
 python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \

@@ -19,19 +19,17 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import DEFAULT_SUDOKU_MODEL, policy_for
-from unmask.decode import parse_policy, policy_spec
-from unmask.decode.mi_guided import MIGuided
-from unmask.eval import markdown_table, shown_path
+from unmask.eval import compare, markdown_table, shown_path
 from unmask.mi import exact_mi
 from unmask.mi.estimator import load_head
-from unmask.mi.maps import structure_score, sudoku_peers
+from unmask.mi.maps import structure_score
+from unmask.mi.policies import MIGuided
 from unmask.model import load_model
 from unmask.plots import plot_pareto
+from unmask.policies import build_policy, parse_policy, policy_spec
 from unmask.tasks.sudoku.data import SudokuSet, to_tokens
-from unmask.tasks.sudoku.task import compare
-
-from sudoku_policies import load_set
+from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask, sudoku_peers
 
 BASELINES = ["sequential", "topk:k=3", "topk:k=7", "eb:gamma=0.01", "eb:gamma=0.1"]
 DEFAULT = MIGuided()  # the recommended setting (chosen on the validation sets, see the README)
@@ -72,7 +70,7 @@ def structure(model, head, data: SudokuSet, n: int, rows: int = 16) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL))
+    p.add_argument("--model", default=str(DEFAULT_MODEL))
     p.add_argument("--data-dir", default="data/sudoku", type=Path)
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
     p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], help="standard sets to use (val-* to tune)")
@@ -87,18 +85,19 @@ def main() -> None:
     start = time.time()
     model = load_model(args.model, task="sudoku")
     head = load_head(args.model)
-    sets = {name: load_set(args.data_dir, name, args.n) for name in args.sets}
+    sets = {name: standard_set(args.data_dir, name, args.n) for name in args.sets}
     rows = reuse_baselines(args.out / "sudoku_policies.json", args.n, args.sets)
     missing = [s for s in BASELINES if not any(r["policy"] == policy_spec(parse_policy(s)) for r in rows)]
     gammas = args.gammas or [round(DEFAULT.gamma * f, 4) for f in (1 / 3, 1, 3)]
     lams = [0.0] + [lam for lam in args.lams if lam != 0]
     mi = [f"mi:gamma={g},lam={lam}" for lam in lams for g in gammas]
-    rows += compare(model, sets, [policy_for(s, model, args.model) for s in missing + mi])
+    task = SudokuTask()
+    rows += compare(task, model, sets, [build_policy(s, model, args.model) for s in missing + mi])
     if args.exact_n:
         small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
-        exact = policy_for(args.exact, model, args.model)
-        same = policy_for(policy_spec(MIGuided(exact.gamma, exact.lam)), model, args.model)
-        rows += compare(model, small, ["sequential", same, exact])
+        exact = build_policy(args.exact, model, args.model)
+        same = build_policy(policy_spec(MIGuided(exact.gamma, exact.lam)), model, args.model)
+        rows += compare(task, model, small, ["sequential", same, exact])
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     struct = {name: structure(model, head, data, min(200, len(data))) for name, data in sets.items()}
@@ -106,7 +105,7 @@ def main() -> None:
     meta = {"model": shown_path(args.model), "parameters": model.num_parameters(), "head_parameters": head.num_parameters(),
             "n": args.n, "exact_n": args.exact_n, "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "sudoku_mi.json").write_text(json.dumps({"meta": meta, "rows": rows, "structure": struct, "reference": REFERENCE}, indent=1) + "\n")
-    table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "probe_passes", "seconds"])
+    table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "extra_passes", "seconds"])
     lines = [table, "", "| set | MI from | mass on peers | top-20 pairs on peers | chance |", "|---|---|---|---|---|"]
     for name, s in struct.items():
         for src in ("exact", "head"):

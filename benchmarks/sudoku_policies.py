@@ -17,12 +17,10 @@ from pathlib import Path
 
 import torch
 
-from unmask.cli import DEFAULT_SUDOKU_MODEL
-from unmask.eval import markdown_table, shown_path
+from unmask.eval import compare, markdown_table, shown_path
 from unmask.model import load_model, read_config
-from unmask.tasks.sudoku.data import SudokuSet, read_puzzles, write_puzzles
-from unmask.tasks.sudoku.generate import STANDARD_SETS, generate
-from unmask.tasks.sudoku.task import compare
+from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 POLICIES = [
     "sequential", "topk:k=3", "topk:k=7",
@@ -36,18 +34,9 @@ REFERENCE = [
 ]
 
 
-def load_set(data_dir: Path, name: str, n: int) -> SudokuSet:
-    path = data_dir / f"{name}.csv"
-    if not path.is_file():
-        preset, size, seed = STANDARD_SETS[name]
-        write_puzzles(path, generate(preset, size, seed, workers=2))
-    data = read_puzzles(path)
-    return SudokuSet(data.quizzes[:n], data.solutions[:n])
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_SUDOKU_MODEL))
+    p.add_argument("--model", default=str(DEFAULT_MODEL))
     p.add_argument("--data-dir", default="data/sudoku", type=Path)
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
     p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], help="standard sets to use (val-* to tune)")
@@ -57,9 +46,9 @@ def main() -> None:
 
     torch.set_num_threads(2)
     model = load_model(args.model, task="sudoku")
-    sets = {name: load_set(args.data_dir, name, args.n) for name in args.sets}
+    sets = {name: standard_set(args.data_dir, name, args.n) for name in args.sets}
     start = time.time()
-    rows = compare(model, sets, args.policies)
+    rows = compare(SudokuTask(), model, sets, args.policies)
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     meta = {

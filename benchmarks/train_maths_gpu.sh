@@ -22,6 +22,6 @@ if [ ! -f "$out/checkpoint.pt" ]; then
   mkdir -p "$out"
   cp checkpoints/maths/checkpoint.pt checkpoints/maths/log.jsonl "$out"/
 fi
-unmask train maths --data "$big" --val data/maths/val.jsonl --val-n 100 --out "$out" \
+unmask maths train --data "$big" --val data/maths/val.jsonl --val-n 100 --out "$out" \
   --steps "$steps" --batch-size "$batch" --lr 1.5e-3 --eval-every 500 --ckpt-every 500 --suffix-prob 0.5 \
   --device "$device" --resume

@@ -17,8 +17,9 @@ import time
 import torch
 
 from unmask.tasks.maths.arith import ArithConfig, generate
-from unmask.tasks.maths.task import MathsTask, default_model_config
-from unmask.train import TrainConfig, _optimizer, mdm_loss
+from unmask.optim import adamw
+from unmask.tasks.maths.task import MathsTraining, default_model_config
+from unmask.train import TrainConfig, mdm_loss
 
 
 def main() -> None:
@@ -30,9 +31,9 @@ def main() -> None:
     args = ap.parse_args()
 
     cfg = TrainConfig(batch_size=args.batch_size, device=args.device, suffix_prob=0.5)
-    task = MathsTask(generate(ArithConfig(), 2000, seed=123), default_model_config())
+    task = MathsTraining(generate(ArithConfig(), 2000, seed=123), default_model_config())
     model = task.model(None).to(args.device).train()
-    opt = _optimizer(model, cfg)
+    opt = adamw(model, cfg.lr, cfg.weight_decay, betas=(0.9, 0.98))  # as unmask.train.train
     gen = torch.Generator().manual_seed(0)
     sync = torch.cuda.synchronize if torch.device(args.device).type == "cuda" else (lambda: None)
 

@@ -120,16 +120,18 @@ def build_mi_data(
     digest = hashlib.sha256(prompts.numpy().tobytes()).hexdigest()[:16]
     _check_manifest(out, {"config": asdict(cfg), "prompts_sha256": digest, **(source or {})})
     todo = [k for k in range(cfg.shards) if not shard_path(out, k).is_file()]
-    bar = tqdm(total=cfg.shards, initial=cfg.shards - len(todo), disable=not progress, desc="mi data", unit="shard")
+    size = lambda k: min(cfg.shard_size, cfg.states - k * cfg.shard_size)  # noqa: E731  states in shard k
+    done = cfg.states - sum(size(k) for k in todo)
+    bar = tqdm(total=cfg.states, initial=done, disable=not progress, desc="mi data", unit="state")
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            for _ in pool.map(partial(_worker, load, prompts, cfg, out), todo):
-                bar.update(1)
+            for k in pool.map(partial(_worker, load, prompts, cfg, out), todo):
+                bar.update(size(k))
     else:
         denoiser = load()
         for k in todo:
             _write_shard(out, k, build_shard(denoiser, prompts, cfg, k))
-            bar.update(1)
+            bar.update(size(k))
     bar.close()
     return len(todo)
 

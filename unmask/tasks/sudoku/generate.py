@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from unmask.errors import UnmaskError
-from unmask.tasks.sudoku.data import SudokuSet
+from unmask.tasks.sudoku.data import SudokuSet, read_puzzles, write_puzzles
 from unmask.tasks.sudoku.grid import MAX_SET_SIZE, PuzzleSpec, make_puzzle, puzzle_rng
 
 # Named puzzle kinds. "kaggle": 30–36 givens, the density of the Kaggle 1M set the reference paper
@@ -53,3 +55,16 @@ def generate(preset: str, n: int, seed: int, workers: int = 1, progress: bool = 
     quizzes = np.array([p for p, _ in pairs], dtype=np.int8)
     solutions = np.array([s for _, s in pairs], dtype=np.int8)
     return SudokuSet(quizzes, solutions)
+
+
+def standard_set(data_dir: str | os.PathLike, name: str, n: int | None = None) -> SudokuSet:
+    """The first ``n`` puzzles of standard set ``name`` from ``data_dir/name.csv``, generating the
+    file first if it is missing (deterministic by seed, so every machine gets the same set)."""
+    if name not in STANDARD_SETS:
+        raise UnmaskError(f"unknown standard set {name!r}; choose one of {', '.join(STANDARD_SETS)}")
+    path = Path(data_dir) / f"{name}.csv"
+    if not path.is_file():
+        preset, size, seed = STANDARD_SETS[name]
+        write_puzzles(path, generate(preset, size, seed, workers=2))
+    data = read_puzzles(path)
+    return SudokuSet(data.quizzes[:n], None if data.solutions is None else data.solutions[:n])
