@@ -31,7 +31,8 @@ def plot_mi_map(board, maps: dict[str, np.ndarray], position: int, out: str | os
     rows, cols = board.shape
     cells = board.positions.numpy()  # (rows·cols,) sequence position per cell, -1 = empty
     shown = cells[cells >= 0]  # the positions drawn, in board order
-    fig, axes = plt.subplots(2, len(maps), figsize=(4.6 * len(maps), 4.5 + 4.5 * rows / cols), squeeze=False)
+    w = 4.6 * min(2.0, max(1.0, cols / (2 * rows)))  # inches per map: wider for a long, flat board
+    fig, axes = plt.subplots(2, len(maps), figsize=(w * len(maps), 0.98 * w + w * rows / cols + 0.5), squeeze=False)
     where = int(np.flatnonzero(cells == position)[0])
     r, c = divmod(where, cols)
     for col, (name, mi) in enumerate(maps.items()):
@@ -55,7 +56,7 @@ def plot_mi_map(board, maps: dict[str, np.ndarray], position: int, out: str | os
             if text:
                 ax.text(i % cols, i // cols, text, ha="center", va="center", color="w", fontsize=9)
         ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
-        ax.set_title(f"{name}: MI with position {position} (row {r + 1}, column {c + 1})")
+        ax.set_title(f"{name}: MI with the outlined position (row {r + 1}, column {c + 1})")
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, label="nats")
