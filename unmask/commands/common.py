@@ -68,6 +68,14 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     hf.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
 
 
+def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: str) -> None:
+    """The flags a demo shares with the others: the model, the device and the policy list."""
+    p.add_argument("--model", default=str(default_model), help="unmask model directory (default: the shipped model)")
+    p.add_argument("--device", default="cpu", help="where the model and the decode loop run")
+    p.add_argument("--policies", nargs="+", metavar="SPEC", help=f"policy specs (default: {policies_default})")
+    p.set_defaults(trust_remote_code=False, shift_logits=False, dtype="float32")  # unmask models only
+
+
 def load_for_eval(args: argparse.Namespace, task: str):
     """The model named by ``--model`` on ``--device`` (an :class:`unmask.adapters.Loaded`)."""
     import torch

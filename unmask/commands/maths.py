@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, json_record,
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args, json_record,
                                     load_for_eval, policy_epilog, policy_from_args, positive_int)
 from unmask.errors import UnmaskError
 from unmask.tasks.maths.task import DEFAULT_MODEL
@@ -191,10 +191,8 @@ def add_parser(sub) -> None:
     dm.add_argument("--n", type=positive_int, default=100, help="fresh problems")
     dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh problems (not a standard split's)")
     dm.add_argument("--steps-per-problem", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
-    dm.add_argument("--model", default=str(DEFAULT_MODEL), help="model directory (default: the shipped 2-step model)")
-    dm.add_argument("--device", default="cpu", help="where the model runs")
-    dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones)")
-    dm.set_defaults(run=_demo, trust_remote_code=False, shift_logits=False, dtype="float32")
+    add_demo_args(dm, DEFAULT_MODEL, "IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones")
+    dm.set_defaults(run=_demo)
 
 
 def _add_eval_flags(e: argparse.ArgumentParser) -> None:

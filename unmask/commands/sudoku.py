@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, json_record,
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args, json_record,
                                     load_for_eval, policy_epilog, policy_from_args, positive_int)
 from unmask.errors import UnmaskError
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
@@ -115,10 +115,8 @@ def add_parser(sub) -> None:
                        formatter_class=HelpFormatter, epilog=policy_epilog())
     dm.add_argument("--n", type=positive_int, default=100, help="puzzles of each kind (kaggle-density and hard)")
     dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh puzzles")
-    dm.add_argument("--model", default=str(DEFAULT_MODEL), help="model directory (default: the shipped model)")
-    dm.add_argument("--device", default="cpu", help="where the model runs")
-    dm.add_argument("--policies", nargs="+", metavar="SPEC", help="policy specs (default: one of each baseline)")
-    dm.set_defaults(run=_demo, trust_remote_code=False, shift_logits=False, dtype="float32")
+    add_demo_args(dm, DEFAULT_MODEL, "one of each baseline")
+    dm.set_defaults(run=_demo)
 
 
 def add_train_parser(sub, name: str = "sudoku") -> None:
