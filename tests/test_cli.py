@@ -8,17 +8,16 @@ import sys
 
 import pytest
 
-from unmask.cli import DEFAULT_SUDOKU_MODEL, main
+from unmask.cli import main
 from unmask.model import save_model
 from unmask.tasks.sudoku.data import read_puzzles
-
-from test_model import small_sudoku_model
+from unmask.tasks.sudoku.task import DEFAULT_MODEL as DEFAULT_SUDOKU_MODEL
 
 
 @pytest.fixture
-def files(tmp_path):
+def files(tmp_path, make_sudoku_model):
     model_dir = tmp_path / "model"
-    save_model(small_sudoku_model(), model_dir)
+    save_model(make_sudoku_model(), model_dir)
     puzzles = tmp_path / "p.csv"
     assert main(["sudoku", "generate", "--n", "6", "--seed", "3", "--out", str(puzzles)]) == 0
     return model_dir, puzzles
@@ -34,8 +33,9 @@ def test_eval_json(files, capsys):
     model_dir, puzzles = files
     assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), "--policy", "topk:k=7", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"accuracy", "mean_nfe", "n", "policy", "puzzles_per_s"} <= set(out)
+    assert {"accuracy", "mean_nfe", "n", "policy", "examples_per_s", "model", "temperature", "seed"} <= set(out)
     assert out["n"] == 6 and out["policy"] == "topk:k=7,metric=entropy"
+    assert out["temperature"] == 0.0 and out["seed"] == 0 and out["model"].endswith("model")
     blanks = (read_puzzles(puzzles).quizzes == 0).sum(1)
     assert out["mean_nfe"] == pytest.approx(((blanks + 6) // 7).mean())
 
@@ -85,7 +85,9 @@ def test_bad_files_exit_2(files, tmp_path, capsys):
 @pytest.mark.parametrize("argv,message", [
     (["sudoku", "eval", "--puzzles", "x.csv", "--batch-size", "0"], "--batch-size: must be >= 1"),
     (["sudoku", "demo", "--n", "-3"], "--n: must be >= 1"),
-    (["train", "sudoku", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),
+    (["sudoku", "train", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),
+    (["train", "sudoku", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),  # the old spelling
+    (["sudoku", "eval", "--puzzles", "x.csv", "--budget", "0"], "--budget: must be >= 1"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])
 def test_argument_errors_are_one_line(argv, message, capsys):
@@ -98,8 +100,12 @@ def test_argument_errors_are_one_line(argv, message, capsys):
 def test_map_cell_errors(files, capsys):
     model_dir, puzzles = files
     for cell in ("a,b", "1", "10,1"):
-        assert main(["mi", "map", "--model", str(model_dir), "--puzzle", str(puzzles), "--cell", cell, "--exact"]) == 2
-        assert "--cell" in capsys.readouterr().err
+        assert main(["mi", "map", "--model", str(model_dir), "--examples", str(puzzles), "--cell", cell, "--exact"]) == 2
+        err = capsys.readouterr().err
+        assert f"cell {cell}:" in err.replace("'", "") and err.count("\n") == 1
+    # The old --puzzle flag and an explicit --task sudoku still name the same thing.
+    assert main(["mi", "map", "--task", "sudoku", "--model", str(model_dir), "--puzzle", str(puzzles), "--cell", "a,b", "--exact"]) == 2
+    assert "cell 'a,b': expected ROW,COLUMN" in capsys.readouterr().err
 
 
 def test_console_script_has_no_traceback(tmp_path):
@@ -107,6 +113,12 @@ def test_console_script_has_no_traceback(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"unmask: error: {tmp_path / 'x.csv'}: no such file"]
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("unmask ")
 
 
 def test_shipped_model_is_the_default():

@@ -11,26 +11,19 @@ from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, load_model, rope_tables,
                           save_model)
-from unmask.tasks.sudoku.task import default_model_config
 from unmask.tasks.sudoku.data import POSITION_FEATURES
 
 
-def small_sudoku_model() -> TransformerDenoiser:
-    cfg = default_model_config()
-    cfg.d_model, cfg.n_layers, cfg.d_ff, cfg.n_heads = 16, 1, 32, 2
-    torch.manual_seed(0)
-    return TransformerDenoiser(cfg, POSITION_FEATURES).eval()
-
-
-def test_interface_shapes():
-    model = small_sudoku_model()
+def test_interface_shapes(make_sudoku_model):
+    model = make_sudoku_model()
     assert isinstance(model, Denoiser)
     out = model(torch.full((3, 81), model.mask_id))
     assert out.logits.shape == (3, 81, 9) and out.hidden.shape == (3, 81, 16)
+    assert model.device == torch.device("cpu")  # the protocol's device: where inputs go
 
 
-def test_position_features_matter():
-    model = small_sudoku_model()
+def test_position_features_matter(make_sudoku_model):
+    model = make_sudoku_model()
     x = torch.full((1, 81), model.mask_id)
     base = model(x).logits
     with torch.no_grad():
@@ -65,8 +58,8 @@ def test_rope_model_round_trips_without_saving_tables(tmp_path):
         ModelConfig(vocab_size=7, mask_id=7, seq_len=10, d_model=6, n_heads=2, rope=True)
 
 
-def test_round_trip(tmp_path):
-    model = small_sudoku_model()
+def test_round_trip(tmp_path, make_sudoku_model):
+    model = make_sudoku_model()
     save_model(model, tmp_path / "m", {"note": "x"})
     loaded = load_model(tmp_path / "m", task="sudoku")
     x = torch.randint(0, 10, (4, 81))
@@ -75,8 +68,8 @@ def test_round_trip(tmp_path):
     assert torch.equal(loaded.position_ids, POSITION_FEATURES)
 
 
-def test_refuses_bad_directories(tmp_path):
-    model = small_sudoku_model()
+def test_refuses_bad_directories(tmp_path, make_sudoku_model):
+    model = make_sudoku_model()
     d = tmp_path / "m"
     save_model(model, d)
     with pytest.raises(UnmaskError, match="not a model directory"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -156,7 +157,7 @@ def test_ddp_two_processes(tmp_path):
     write_puzzles(tmp_path / "p.csv", generate("kaggle", 8, 0, progress=False))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "unmask.cli", "train", "sudoku", "--data", str(tmp_path / "p.csv"), "--val", str(tmp_path / "p.csv"),
+           "-m", "unmask.cli", "sudoku", "train", "--data", str(tmp_path / "p.csv"), "--val", str(tmp_path / "p.csv"),
            "--val-n", "2", "--out", str(out), "--steps", "4", "--batch-size", "4", "--warmup", "1",
            "--eval-every", "4", "--ckpt-every", "2", "--d-model", "16", "--n-layers", "1", "--n-heads", "2",
            "--d-ff", "32", "--no-bf16"]
@@ -167,3 +168,6 @@ def test_ddp_two_processes(tmp_path):
     assert state["step"] == 4 and len(state["generators"]) == 2
     assert not torch.equal(state["generators"][0], state["generators"][1])
     assert (out / "model" / "model.safetensors").is_file()
+    # Validation ran with the set sharded across both ranks (every rank must join the evaluator).
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [4] and 0 <= log[0]["p_acc"] <= 1

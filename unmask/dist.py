@@ -7,6 +7,7 @@ CPU and GPU runs alike.
 
 from __future__ import annotations
 
+import atexit
 import os
 
 import torch.distributed as dist
@@ -17,7 +18,13 @@ def rank_world() -> tuple[int, int]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("gloo")
+        atexit.register(_close)  # a gloo group left open can abort the process at exit
     return (dist.get_rank(), world) if world > 1 else (0, 1)
+
+
+def _close() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def is_main() -> bool:

@@ -181,6 +181,9 @@ def load_model(directory: str | os.PathLike, task: str | None = None) -> Transfo
     if task is not None and cfg.task != task:
         raise UnmaskError(f"{directory}: model was trained for task {cfg.task!r}, not {task!r}")
     state = artifacts.load_tensors(directory, artifacts.MODEL)
-    model = TransformerDenoiser(cfg, state.get("position_ids"))
+    try:
+        model = TransformerDenoiser(cfg, state.get("position_ids"))
+    except UnmaskError as e:
+        raise UnmaskError(f"{Path(directory) / WEIGHTS_FILE}: weights do not match the config ({e})") from None
     artifacts.load_state(model, state, Path(directory) / WEIGHTS_FILE)
     return model.eval()

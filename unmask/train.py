@@ -4,7 +4,8 @@ Per sequence draw a mask rate t, mask each maskable position with probability t,
 denoiser to predict the clean tokens at masked positions (cross-entropy; weight 1, or 1/t for the
 NELBO). AdamW, linear warm-up + cosine decay, gradient clipping, periodic validation, atomic
 checkpoints and ``--resume``. Under ``torchrun --nproc_per_node N`` each process trains on its own
-data stream with gradients averaged by DDP (gloo on CPU); rank 0 validates and writes.
+data stream with gradients averaged by DDP (gloo on CPU); every rank validates (the evaluator
+shards the sets across them) and rank 0 writes.
 """
 
 from __future__ import annotations
@@ -209,11 +210,13 @@ def _truncate_log(path: Path, step: int) -> None:
 
 
 def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, device: str, rank: int, world: int) -> None:
-    """Rank 0 validates, exports ``model/`` and appends to the log; the others wait."""
+    """Every rank validates (the evaluator shards the sets across ranks and gathers them: all must
+    call it); rank 0 exports ``model/`` and appends to the log; the others wait."""
+    model.eval()
+    scores = task.validate(model)
     if rank == 0:
-        model.eval()
         record = {"step": step, "minutes": round(elapsed / 60, 2), "device": device, "train_loss": round(loss, 5)}
-        record.update(task.validate(model))
+        record.update(scores)
         save_model(model, out / "model", {"train": record})
         with open(out / LOG, "a") as f:
             f.write(json.dumps(record) + "\n")

@@ -9,13 +9,15 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from unmask.adapters.hf import HFDenoiser, answer_from_text, generate_answers, group_prompts, gsm8k_prompt_ids  # noqa: E402
+from unmask.adapters import load_denoiser  # noqa: E402
+from unmask.adapters.hf import HFDenoiser  # noqa: E402
 from unmask.cli import main  # noqa: E402
 from unmask.decode import TokenRule, decode, parse_policy  # noqa: E402
 from unmask.decode.semi_ar import SemiAR  # noqa: E402
 from unmask.errors import UnmaskError  # noqa: E402
 from unmask.tasks.maths.arith import ArithConfig, generate  # noqa: E402
 from unmask.tasks.maths.data import write_problems  # noqa: E402
+from unmask.tasks.maths.gsm8k import answer_from_text, generate_answers, group_prompts, gsm8k_prompt_ids  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +41,7 @@ def model_dir(tmp_path_factory):
 def test_adapter_meets_the_interface(model_dir):
     den, tok = HFDenoiser.from_pretrained(model_dir)
     assert den.mask_id == tok.mask_token_id and den.vocab_size == len(tok)
+    assert den.device == torch.device("cpu")  # a torch.device, where the decode loop keeps its tensors
     ids = gsm8k_prompt_ids(["Ann has 3 apples. How many?", "2+2?", "Bob has 4 apples. How many?"], tok, chat=False)
     groups = group_prompts(ids, den.mask_id, gen_length=16)
     assert sorted(k for g in groups for k in g.index.tolist()) == [0, 1, 2]  # every prompt, once
@@ -85,15 +88,30 @@ def test_refuses_non_local_paths():
         HFDenoiser.from_pretrained("GSAI-ML/LLaDA-8B-Instruct")
 
 
+def test_load_denoiser_reads_an_hf_directory(model_dir):
+    loaded = load_denoiser(f"hf:{model_dir}")
+    assert isinstance(loaded.denoiser, HFDenoiser) and loaded.is_hf and loaded.directory == model_dir
+    x = torch.randint(5, 20, (1, 10))
+    plain, _ = HFDenoiser.from_pretrained(model_dir)
+    assert torch.equal(loaded.denoiser(x).logits, plain(x).logits)
+
+
 def test_hf_eval_command(model_dir, tmp_path, capsys):
     write_problems(tmp_path / "p.jsonl", generate(ArithConfig(), 3, seed=0))
-    argv = ["maths", "hf-eval", "--model-dir", str(model_dir), "--problems", str(tmp_path / "p.jsonl"),
-            "--policy", "top_prob", "--steps", "4", "--gen-length", "16", "--block", "8", "--json"]
+    argv = ["maths", "eval", "--model", f"hf:{model_dir}", "--problems", str(tmp_path / "p.jsonl"),
+            "--policy", "top_prob", "--budget", "4", "--gen-length", "16", "--block", "8", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 3 and out["mean_nfe"] == 8 and 0 <= out["accuracy"] <= 1
+    assert out["model"] == f"hf:{model_dir}" and out["temperature"] == 0.0 and out["seed"] == 0
     assert main(argv[:-3] + ["--block", "5"]) == 2
     assert "not a multiple" in capsys.readouterr().err
+    # The old spelling, `maths hf-eval --model-dir DIR --steps S`, still works and gives the same result.
+    old = ["maths", "hf-eval", "--model-dir", str(model_dir), "--problems", str(tmp_path / "p.jsonl"),
+           "--policy", "top_prob", "--steps", "4", "--gen-length", "16", "--block", "8", "--json"]
+    assert main(old) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in again.items() if k != "seconds"} == {k: v for k, v in out.items() if k != "seconds"}
 
 
 @pytest.mark.parametrize("text,want", [("so 5+5=10. #### 10", "10"), ("The answer is 1,200 apples", "1200"),

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from unmask.decode import TokenRule, attach, decode, parse_policy
-from unmask.decode.mi_guided import mi_greedy
+from unmask.decode import TokenRule, decode
+from unmask.decode.policy import as_selection
 from unmask.decode.state import DecodeState
 from unmask.errors import UnmaskError
+from unmask.mi.policies import mi_greedy
 from unmask.oracle import JointDenoiser
-
-from conftest import tiny_model
-from test_policies import empirical_tv
+from unmask.policies import attach, parse_policy
 
 
 def entropy_budget(h: list[float], gamma: float) -> set[int]:
@@ -59,11 +58,11 @@ def test_mi_budget_charges_the_least_certain_token_unlike_eb(lam):
     h = -(state.probs * state.log_probs).sum(-1)  # (1, 4)
     gamma = float(h[0, 0] + h[0, 1] + h[0, 2] / 2)
     # EB's Σ H − max H lets the third token in for free; the MI budget charges every token.
-    assert parse_policy(f"eb:gamma={gamma}").select(state)[0].tolist() == [True, True, True, False]
+    assert as_selection(parse_policy(f"eb:gamma={gamma}").select(state)).reveal[0].tolist() == [True, True, True, False]
     assert mi_greedy(h, state.masked, torch.zeros(1, 4, 4), gamma, lam)[0].tolist() == [True, True, False, False]
 
 
-def test_exact_mi_policy_keeps_a_copied_pair_apart():
+def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv):
     # X1 = X2 uniform, X3 independent uniform: λ = 0 reveals everything at once and breaks the copy.
     p = torch.zeros(3, 3, 3, dtype=torch.float64)
     for x in range(3):
@@ -76,11 +75,11 @@ def test_exact_mi_policy_keeps_a_copied_pair_apart():
     assert (out.tokens[:, 0] == out.tokens[:, 1]).all()
     assert (out.nfe == 2).all()  # X1 with X3, then X2
     # Step 1: a base pass + 3 positions × 3 values; step 2: a base pass + X2's one possible value.
-    assert policy.counter.passes == 2000 * ((1 + 3 * 3) + (1 + 1))
+    assert int(out.extra_passes.sum()) == 2000 * ((1 + 3 * 3) + (1 + 1))
+    assert (out.extra_passes == (1 + 3 * 3) + (1 + 1)).all()  # per row, not just in total
 
 
-def test_mi_needs_its_head():
-    model = tiny_model()
+def test_mi_needs_its_head(model):
     with pytest.raises(UnmaskError, match="needs an MI estimator head"):
         decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=1"))
     decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=0"))  # λ = 0 needs none

@@ -8,11 +8,10 @@ import pytest
 import torch
 
 from unmask.decode import DecodeState, TokenRule, decode, parse_policy
+from unmask.decode.policy import as_selection
 from unmask.decode.scores import entropy
 from unmask.denoiser import DenoiserOutput
 from unmask.oracle import JointDenoiser
-
-from conftest import random_joint
 
 
 def state_from_probs(probs: torch.Tensor, masked: torch.Tensor | None = None) -> DecodeState:
@@ -31,7 +30,7 @@ PROBS = PROBS / PROBS.sum(1, keepdim=True)
 
 
 def chosen(spec: str, probs=PROBS, masked=None) -> list[int]:
-    return parse_policy(spec).select(state_from_probs(probs, masked))[0].nonzero().squeeze(1).tolist()
+    return as_selection(parse_policy(spec).select(state_from_probs(probs, masked))).reveal[0].nonzero().squeeze(1).tolist()
 
 
 def test_sequential_metrics_pick_their_own_best():
@@ -101,24 +100,14 @@ def test_sequential_recovers_a_deterministic_joint():
         assert decode(oracle, tokens, parse_policy(spec)).tokens.tolist() == [[2, 0, 1, 2]] * 2
 
 
-def empirical_tv(oracle: JointDenoiser, spec: str, n: int = 3000) -> float:
-    """Total variation between decoded samples (temperature 1) and the oracle's joint."""
-    tokens = torch.full((n, oracle.seq_len), oracle.mask_id)
-    out = decode(oracle, tokens, parse_policy(spec), TokenRule(1.0), seeds=torch.arange(n)).tokens
-    v = oracle.vocab_size
-    index = (out * v ** torch.arange(oracle.seq_len - 1, -1, -1)).sum(1)
-    freq = torch.bincount(index, minlength=v**oracle.seq_len).double() / n
-    return 0.5 * float((freq - oracle.joint.reshape(-1)).abs().sum())
-
-
 @pytest.mark.parametrize("spec", ["sequential", "random:steps=3", "sequential:metric=margin"])
-def test_one_at_a_time_sampling_is_exact(spec: str):
-    oracle = random_joint(seq_len=3, vocab=3, seed=3, alpha=1.0)
+def test_one_at_a_time_sampling_is_exact(spec: str, make_joint, empirical_tv):
+    oracle = make_joint(seq_len=3, vocab=3, seed=3, alpha=1.0)
     # 27 outcomes, 3000 draws: sampling noise gives TV ≈ 0.04; a wrong sampler gives far more.
     assert empirical_tv(oracle, spec) < 0.07
 
 
-def test_parallel_sampling_breaks_dependencies():
+def test_parallel_sampling_breaks_dependencies(empirical_tv):
     # X1 = X2, uniform over 3 values: revealing both at once samples the product of marginals.
     p = torch.zeros(3, 3, dtype=torch.float64)
     p[range(3), range(3)] = 1 / 3

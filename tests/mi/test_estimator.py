@@ -11,9 +11,8 @@ from unmask.errors import UnmaskError
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data, shard_path
 from unmask.mi.estimator import HeadConfig, MIHead, load_head, save_head
 from unmask.mi.fit import HeadTrainConfig, evaluate_head, fit_head, pair_mask
-from unmask.mi.maps import structure_score, sudoku_peers
-
-from conftest import tiny_model
+from unmask.mi.maps import structure_score
+from unmask.tasks.sudoku.task import sudoku_peers
 
 
 def test_head_is_symmetric_and_non_negative():
@@ -31,6 +30,8 @@ def test_head_round_trip(tmp_path):
     x = torch.randn(1, 5, 8)
     assert torch.equal(load_head(tmp_path)(x), head(x))
     assert load_head(tmp_path / "nothing", required=False) is None
+    with pytest.raises(UnmaskError, match="no mi head"):
+        load_head(tmp_path / "nothing")
 
 
 def prompts(n: int = 12) -> torch.Tensor:
@@ -39,9 +40,9 @@ def prompts(n: int = 12) -> torch.Tensor:
     return torch.where(torch.rand(n, 16, generator=g) < 0.6, 4, t)
 
 
-def test_resumed_build_equals_uninterrupted(tmp_path):
+def test_resumed_build_equals_uninterrupted(tmp_path, make_model):
     cfg = MIDataConfig(states=10, shard_size=4, rows=3, eps=0.01, policy="topk:k=2", seed=1)
-    load = partial(tiny_model)
+    load = partial(make_model)
     assert build_mi_data(load, prompts(), cfg, tmp_path / "a", progress=False) == 3
     # "Killed" after shard 1: shards 0 and 2 missing, then resumed.
     build_mi_data(load, prompts(), cfg, tmp_path / "b", progress=False)
@@ -59,26 +60,26 @@ def test_resumed_build_equals_uninterrupted(tmp_path):
     assert (data["mi"][~data["rows"]] == 0).all()
 
 
-def test_refuses_to_mix_builds(tmp_path):
+def test_refuses_to_mix_builds(tmp_path, make_model):
     cfg = MIDataConfig(states=2, shard_size=2, rows=2, seed=1)
-    build_mi_data(partial(tiny_model), prompts(), cfg, tmp_path, progress=False)
+    build_mi_data(partial(make_model), prompts(), cfg, tmp_path, progress=False)
     with pytest.raises(UnmaskError, match=r"other \['config'\]"):
-        build_mi_data(partial(tiny_model), prompts(), MIDataConfig(states=2, shard_size=2, rows=2, seed=2), tmp_path, progress=False)
+        build_mi_data(partial(make_model), prompts(), MIDataConfig(states=2, shard_size=2, rows=2, seed=2), tmp_path, progress=False)
     with pytest.raises(UnmaskError, match="prompts_sha256"):
-        build_mi_data(partial(tiny_model), prompts(13), cfg, tmp_path, progress=False)
+        build_mi_data(partial(make_model), prompts(13), cfg, tmp_path, progress=False)
 
 
-def test_two_workers_build_the_same_shards(tmp_path):
+def test_two_workers_build_the_same_shards(tmp_path, make_model):
     cfg = MIDataConfig(states=4, shard_size=2, rows=2, policy="sequential", seed=3)
-    build_mi_data(partial(tiny_model), prompts(), cfg, tmp_path / "one", progress=False)
-    build_mi_data(partial(tiny_model), prompts(), cfg, tmp_path / "two", workers=2, progress=False)
+    build_mi_data(partial(make_model), prompts(), cfg, tmp_path / "one", progress=False)
+    build_mi_data(partial(make_model), prompts(), cfg, tmp_path / "two", workers=2, progress=False)
     for k in range(2):
         assert shard_path(tmp_path / "one", k).read_bytes() == shard_path(tmp_path / "two", k).read_bytes()
 
 
-def test_fit_learns_a_planted_structure():
+def test_fit_learns_a_planted_structure(make_model):
     # Targets: MI 1 between positions of equal parity, 0 otherwise; hidden states reveal parity.
-    model = tiny_model(seq_len=8)
+    model = make_model(seq_len=8)
     s = 200
     tokens = torch.full((s, 8), 4)
     parity = torch.arange(8) % 2
@@ -102,13 +103,11 @@ def test_structure_score():
     assert off_rules["mass"] == 0.0 and off_rules["topk"] == 0.0
 
 
-def test_targets_are_symmetrised_and_consistency_is_a_ceiling():
+def test_targets_are_symmetrised_and_consistency_is_a_ceiling(make_model, make_joint):
     from unmask.mi import exact_mi
     from unmask.mi.fit import consistency, targets
 
-    from conftest import random_joint
-
-    oracle = random_joint(seq_len=4, vocab=3, seed=2, alpha=0.5)
+    oracle = make_joint(seq_len=4, vocab=3, seed=2, alpha=0.5)
     tokens = torch.full((3, 4), oracle.mask_id)
     tokens[2, 0] = 1
     res = exact_mi(oracle, tokens)
@@ -117,7 +116,7 @@ def test_targets_are_symmetrised_and_consistency_is_a_ceiling():
     assert torch.allclose(t, t.transpose(1, 2))
     c = consistency(data, oracle.mask_id)
     assert c["exact_ij_vs_ji_pearson"] > 0.999  # one consistent joint agrees with itself
-    model = tiny_model(seq_len=8)
+    model = make_model(seq_len=8)
     toks = torch.full((4, 8), model.mask_id)
     raw = exact_mi(model, toks)
     c = consistency({"tokens": toks, "rows": raw.rows, "mi": raw.raw.float()}, model.mask_id)

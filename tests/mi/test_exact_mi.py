@@ -11,8 +11,6 @@ import torch
 from unmask.mi import exact_mi
 from unmask.oracle import JointDenoiser
 
-from conftest import random_joint, tiny_model
-
 
 def analytic_mi(joint: torch.Tensor, tokens: list[int], mask_id: int, i: int, j: int) -> float:
     """I(X_i; X_j | C) straight from the joint table (C = the unmasked entries of ``tokens``)."""
@@ -87,8 +85,8 @@ def test_chain_conditional_independence():
     assert free > 1e-3 and abs(float(fixed)) < 1e-12
 
 
-def test_truncation_within_bound_and_cheaper():
-    oracle = random_joint(seq_len=4, vocab=3, seed=5, alpha=0.2)
+def test_truncation_within_bound_and_cheaper(make_joint):
+    oracle = make_joint(seq_len=4, vocab=3, seed=5, alpha=0.2)
     tokens = torch.full((2, 4), oracle.mask_id)
     tokens[1, 0] = 1
     full = exact_mi(oracle, tokens)
@@ -100,8 +98,8 @@ def test_truncation_within_bound_and_cheaper():
     assert (exact_mi(oracle, tokens, eps=0.2).passes < full.passes).any()
 
 
-def test_row_subset_and_pass_count():
-    model = tiny_model(seq_len=10, vocab=4)
+def test_row_subset_and_pass_count(make_model):
+    model = make_model(seq_len=10, vocab=4)
     tokens = torch.full((3, 10), model.mask_id)
     tokens[:, :4] = 1
     rows = torch.zeros(3, 10, dtype=torch.bool)

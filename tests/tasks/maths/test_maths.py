@@ -12,14 +12,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unmask.decode import decode, parse_policy
+from unmask.decode import decode, parse_policy, with_budget
 from unmask.decode.semi_ar import SemiAR
 from unmask.errors import UnmaskError
+from unmask.eval import evaluate
 from unmask.model import TransformerDenoiser
 from unmask.tasks.maths.answer import extract_answer, normalise_number
 from unmask.tasks.maths.arith import ArithConfig, Problem, generate, make_problem, max_value
 from unmask.tasks.maths.data import read_problems, write_problems
-from unmask.tasks.maths.task import TOKENIZER, MathsTask, default_model_config, encode, evaluate, with_budget
+from unmask.tasks.maths.task import TOKENIZER, MathsTask, MathsTraining, default_model_config, encode
 
 EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
@@ -132,7 +133,7 @@ def test_budget_policies_never_exceed_T(name, steps):
     model = tiny_maths_model()
     probs = generate(ArithConfig(), 6, seed=1)
     policy = with_budget(parse_policy(name), steps)
-    m = evaluate(model, model.cfg, probs, policy)
+    m = evaluate(MathsTask.for_model(model.cfg), model, probs, policy)
     assert m["max_nfe"] <= steps and m["mean_nfe"] == steps  # 48 masked ≥ T: exactly T
     with pytest.raises(UnmaskError, match="has no step budget"):  # never silently ignored
         with_budget(parse_policy("eb:gamma=0.1"), steps)
@@ -143,13 +144,13 @@ def test_task_refuses_a_validation_problem_that_does_not_fit_before_training():
     model = tiny_maths_model()
     long = Problem("x" * 145, "#### 1", "1")
     with pytest.raises(UnmaskError, match="validation problem 2: question of 145 characters"):
-        MathsTask(generate(ArithConfig(), 4, seed=0), model.cfg, val=[generate(ArithConfig(), 1, seed=0)[0], long])
+        MathsTraining(generate(ArithConfig(), 4, seed=0), model.cfg, val=[generate(ArithConfig(), 1, seed=0)[0], long])
 
 
 def test_task_masks_only_the_answer_region():
     model = tiny_maths_model()
     probs = generate(ArithConfig(), 20, seed=4)
-    task = MathsTask(probs, model.cfg)
+    task = MathsTraining(probs, model.cfg)
     x, maskable = task.sample(torch.Generator().manual_seed(0), 8)
     assert not maskable[:, :144].any() and maskable[:, 144:].all()
     text = TOKENIZER.decode(x[0, 144:])  # the clean answer, up to its EOS

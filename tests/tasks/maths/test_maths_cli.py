@@ -1,4 +1,4 @@
-"""``unmask maths generate|eval`` and ``unmask train maths`` end to end on tiny settings."""
+"""``unmask maths generate|train|eval`` end to end on tiny settings (and the old spellings, still accepted)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def trained(tmp_path_factory):
     """A 2-step maths run through the CLI: (run directory, problems file)."""
     d = tmp_path_factory.mktemp("maths")
     write_problems(d / "p.jsonl", generate(ArithConfig(), 8, seed=5))
-    argv = ["train", "maths", "--data", str(d / "p.jsonl"), "--val", str(d / "p.jsonl"), "--val-n", "2", "--out", str(d / "run"),
+    argv = ["maths", "train", "--data", str(d / "p.jsonl"), "--val", str(d / "p.jsonl"), "--val-n", "2", "--out", str(d / "run"),
             "--steps", "2", "--batch-size", "4", "--warmup", "1", "--eval-every", "2", "--ckpt-every", "1", *TINY]
     assert main(argv) == 0
     return d / "run", d / "p.jsonl"
@@ -34,12 +34,27 @@ def test_train_writes_a_loadable_model_and_log(trained):
     assert log[-1]["step"] == 2 and 0 <= log[-1]["val_acc"] <= 1
 
 
+def test_old_train_spelling_still_works(tmp_path):
+    write_problems(tmp_path / "p.jsonl", generate(ArithConfig(), 4, seed=5))
+    argv = ["train", "maths", "--data", str(tmp_path / "p.jsonl"), "--out", str(tmp_path / "run"),
+            "--steps", "1", "--batch-size", "2", "--warmup", "1", *TINY]
+    assert main(argv) == 0
+    assert load_model(tmp_path / "run" / "model", task="maths").cfg.seq_len == 144 + 48
+
+
 def test_eval_on_a_file_and_on_the_standard_split(trained, capsys):
     run, problems = trained
     assert main(["maths", "eval", "--problems", str(problems), "--model", str(run / "model"),
-                 "--policy", "top_prob", "--steps", "4", "--json"]) == 0
+                 "--policy", "top_prob", "--budget", "4", "--temperature", "0.5", "--seed", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 8 and out["mean_nfe"] == 4 and out["max_nfe"] == 4 and 0 <= out["accuracy"] <= 1
+    assert out["policy"] == "top_prob:steps=4" and out["temperature"] == 0.5 and out["seed"] == 3
+    assert out["model"].endswith("model")
+    # The old flag --steps is still accepted on eval as --budget.
+    assert main(["maths", "eval", "--problems", str(problems), "--model", str(run / "model"),
+                 "--policy", "top_prob", "--steps", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mean_nfe"] == 3 and out["max_nfe"] == 3
     assert main(["maths", "eval", "--model", str(run / "model"), "--n", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 3 and out["problems"] == "standard test split" and out["mean_nfe"] == 48  # sequential
@@ -84,9 +99,12 @@ def test_generate_excludes_questions_of_other_files(tmp_path, capsys):
     (["maths", "generate", "--kind", "gsm", "--steps", "3", "--out", "o.jsonl"], "--steps: not used with --kind gsm"),
     (["maths", "generate", "--split", "train", "--out", "o.jsonl"], "--split: only for --kind gsm"),
     (["maths", "generate", "--standard", "--n", "5"], "--n/--seed: the --standard sets"),
-    (["maths", "eval", "--policy", "eb", "--steps", "4"], "has no step budget"),
-    (["maths", "hf-eval", "--model-dir", "nowhere", "--problems", "p.jsonl", "--policy", "threshold", "--steps", "4"],
+    (["maths", "eval", "--policy", "eb", "--budget", "4"], "has no step budget"),
+    (["maths", "eval", "--policy", "top_prob:steps=3", "--budget", "4"], "give one"),
+    (["maths", "eval", "--model", "hf:nowhere", "--problems", "p.jsonl", "--policy", "threshold", "--budget", "4"],
      "has no step budget"),  # found before any model load
+    (["maths", "hf-eval", "--model-dir", "nowhere", "--problems", "p.jsonl", "--policy", "threshold", "--steps", "4"],
+     "has no step budget"),  # the old spelling, still accepted
 ])
 def test_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 2

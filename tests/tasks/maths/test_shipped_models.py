@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from unmask.commands.maths import DEFAULT_MATHS_MODEL
-from unmask.decode import parse_policy
+from unmask.eval import evaluate
 from unmask.model import load_model
+from unmask.policies import parse_policy
 from unmask.tasks.maths.arith import ArithConfig
 from unmask.tasks.maths.data import standard_sets
-from unmask.tasks.maths.task import evaluate
+from unmask.tasks.maths.task import DEFAULT_MODEL as DEFAULT_MATHS_MODEL
+from unmask.tasks.maths.task import MathsTask
 
 THREE_STEP_MODEL = DEFAULT_MATHS_MODEL.parent / "maths-3step"
 
@@ -15,17 +16,17 @@ THREE_STEP_MODEL = DEFAULT_MATHS_MODEL.parent / "maths-3step"
 def test_two_step_model_solves_test_problems_even_in_parallel():
     problems = standard_sets(ArithConfig())["test"][:24]
     model = load_model(DEFAULT_MATHS_MODEL, task="maths")
-    m = evaluate(model, model.cfg, problems, parse_policy("sequential"))
+    m = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("sequential"))
     assert m["n"] == 24 and m["mean_nfe"] == 48  # one position per pass over the 48-character answer region
     assert m["accuracy"] >= 0.9  # measured 24/24 (99.8 % on all 999)
-    m = evaluate(model, model.cfg, problems, parse_policy("top_prob:steps=4"))
+    m = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("top_prob:steps=4"))
     assert m["mean_nfe"] == 4 and m["accuracy"] >= 0.9  # measured 24/24: this task no longer punishes parallel steps
 
 
 def test_three_step_model_needs_its_steps():
     problems = standard_sets(ArithConfig(steps=3))["test"][:24]
     model = load_model(THREE_STEP_MODEL, task="maths")
-    seq = evaluate(model, model.cfg, problems, parse_policy("sequential"))
+    seq = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("sequential"))
     assert seq["mean_nfe"] == 72 and seq["accuracy"] >= 0.9  # measured 24/24
-    par = evaluate(model, model.cfg, problems, parse_policy("top_prob:steps=4"))
+    par = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("top_prob:steps=4"))
     assert par["mean_nfe"] == 4 and par["accuracy"] <= seq["accuracy"] - 0.15  # measured 16/24: chained results break
