@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from unmask.eval import markdown_table
-from unmask.plots import pyplot
+from unmask.plots import pyplot, save_png
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(args.out.with_suffix(".png"), dpi=110)
+    save_png(fig, args.out.with_suffix(".png"))
     print(table)
 
 

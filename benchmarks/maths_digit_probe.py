@@ -22,7 +22,7 @@ import torch
 from unmask.eval import markdown_table, shown_path
 from unmask.model import load_model
 from unmask.tasks.maths.data import problems_or_standard
-from unmask.tasks.maths.task import DEFAULT_MODEL, encode, shape
+from unmask.tasks.maths.task import DEFAULT_MODEL, MathsTask, shape
 
 FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
@@ -31,7 +31,7 @@ FIRST_EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 def probe(model, problems) -> list[dict]:
     """Rows ``{op, place, n, accuracy %}`` for the first result's digits (place 0 = units)."""
     cfg, start = model.cfg, model.cfg.prompt_len
-    clean = encode(problems, cfg, with_answers=True)  # (N, L)
+    clean = MathsTask.for_model(cfg).encode(problems, with_answers=True)  # (N, L)
     spans = [FIRST_EQUATION.search(p.solution) for p in problems]
     keep = [k for k, s in enumerate(spans) if s is not None]
     x = clean[keep].clone()

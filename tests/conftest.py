@@ -100,3 +100,23 @@ def model() -> TransformerDenoiser:
 @pytest.fixture
 def oracle() -> JointDenoiser:
     return _random_joint()
+
+
+@pytest.fixture(scope="session")
+def hf_model_dir(tmp_path_factory):
+    """A tiny random BertForMaskedLM + word-level tokenizer saved as a local Hugging Face directory."""
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("tiny-mdm")
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("0123456789+-*=.#:?") + ["question", "answer", "has", "how", "many"]
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)])
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]",
+                                               mask_token="[MASK]", eos_token="[SEP]")
+    tok.save_pretrained(d)
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=512)
+    transformers.BertForMaskedLM(cfg).save_pretrained(d)
+    return d

@@ -13,6 +13,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from unmask.commands import maths, mi, sudoku
+from unmask.commands.common import deprecated
 from unmask.errors import UnmaskError
 
 
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = train.add_subparsers(dest="task", required=True)
     sudoku.add_train_parser(tsub)
     maths.add_train_parser(tsub)
+    for name, parser in tsub.choices.items():
+        parser.set_defaults(old_spelling=(f"`unmask train {name}`", f"`unmask {name} train`"))
     sub._choices_actions = [a for a in sub._choices_actions if a.dest != "train"]  # hidden from --help
     return p
 
@@ -50,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``unmask`` command."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "old_spelling", None):  # set only by the hidden old-spelling parsers
+        deprecated(*args.old_spelling)
     try:
         args.run(args)
     except UnmaskError as e:

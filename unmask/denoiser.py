@@ -1,7 +1,7 @@
 """The one interface every model meets: token ids in, logits and hidden states out.
 
-Our own transformer (:mod:`unmask.model`), a Hugging Face masked diffusion LM or an ESM model
-(:mod:`unmask.adapters`) and the exact oracle used in tests all implement :class:`Denoiser`, so
+Our own transformer (:mod:`unmask.model`), a Hugging Face masked LM (:mod:`unmask.adapters.hf`)
+and the exact oracle used in tests (:mod:`unmask.oracle`) all implement :class:`Denoiser`, so
 the decode loop, MI heads and order policies never care which one they run.
 """
 

@@ -46,21 +46,19 @@ def decode_all(
     mine = torch.arange(rank, len(tokens), world)  # (n,) this process's share of the set
     parts = []
     start = time.perf_counter()
-    with tqdm(total=len(tokens), disable=not progress or rank != 0, desc="decode", unit=unit) as bar:
+    with tqdm(total=len(mine), disable=not progress or rank != 0, desc="decode", unit=unit) as bar:  # rank 0's share
         for lo in range(0, len(mine), batch_size):
             index = mine[lo : lo + batch_size]
             res = decode(denoiser, tokens[index].to(denoiser.device), policy, rule, seeds=(index + seed).to(denoiser.device))
             parts.append((index, DecodeResult(*(getattr(res, f.name).cpu() for f in fields(DecodeResult)))))
-            bar.update(len(index) * world)
-    shards = dist.all_gather(parts)
+            bar.update(len(index))
+    pieces = [p for shard in dist.all_gather(parts) for p in shard]  # every rank's batches
     seconds = time.perf_counter() - start
-    pieces = [p for shard in shards for p in shard]
-    order = torch.cat([index for index, _ in pieces]).argsort() if pieces else torch.zeros(0, dtype=torch.long)
-    merged = {f.name: torch.cat([getattr(r, f.name) for _, r in pieces])[order] for f in fields(DecodeResult)} if pieces else None
-    if merged is None:  # an empty set
+    if not pieces:  # an empty set
         empty = torch.zeros(0, dtype=torch.long)
         return Run(DecodeResult(tokens.clone(), empty, torch.full(tokens.shape, -1), empty), seconds)
-    return Run(DecodeResult(**merged), seconds)
+    order = torch.cat([index for index, _ in pieces]).argsort()  # back to the order of the set
+    return Run(DecodeResult(**{f.name: torch.cat([getattr(r, f.name) for _, r in pieces])[order] for f in fields(DecodeResult)}), seconds)
 
 
 def evaluate(

@@ -154,13 +154,20 @@ class TransformerDenoiser(nn.Module):
 
 
 def resolve_device(name: str) -> torch.device:
-    """The torch device called ``name`` ("cpu", "cuda", "cuda:1"); UnmaskError if unknown or absent here."""
+    """The torch device called ``name`` ("cpu", "cuda", "cuda:1"); UnmaskError if unknown or absent here.
+
+    Under ``torchrun`` a bare "cuda" means this process's GPU, ``cuda:$LOCAL_RANK``, so N processes
+    on one machine use N GPUs rather than all sharing the first.
+    """
     try:
         device = torch.device(name)
     except RuntimeError:
         raise UnmaskError(f"unknown device {name!r} (try cpu or cuda)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UnmaskError(f"device {name!r}: no CUDA device is available here")
+    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
     return device
 
 

@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from unmask.errors import UnmaskError
+from unmask.io import atomic_write
 
 
 def pyplot():
@@ -61,8 +62,18 @@ def plot_mi_map(board, maps: dict[str, np.ndarray], position: int, out: str | os
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, label="nats")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save_png(fig, out)
+
+
+def save_png(fig, out: str | os.PathLike) -> None:
+    """Write ``fig`` as a PNG atomically (parent folders made); one-line UnmaskError if it cannot be written."""
+    plt = pyplot()
+    try:
+        atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    except OSError as e:
+        raise UnmaskError(f"{out}: cannot write the figure ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
 
 
 def _plain_log_ticks(axis) -> None:
@@ -95,5 +106,4 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save_png(fig, out)

@@ -14,7 +14,7 @@ from typing import Callable
 
 from unmask import mi  # noqa: F401  (registers mi and mi_exact)
 from unmask.decode import POLICIES, attach, needed_resources, parse_policy, policy_spec, with_budget
-from unmask.decode.registry import describe_policies
+from unmask.decode.registry import describe_policies, spec_keys
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 
@@ -34,7 +34,8 @@ LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None], object]] = {
 }
 
 
-def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | os.PathLike | None = None, budget: int | None = None):
+def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | os.PathLike | None = None, budget: int | None = None,
+                 resolve: bool = True):
     """Parse ``spec``, set a fixed ``budget`` if given, and attach every resource the policy needs.
 
     Args:
@@ -42,11 +43,14 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
         model_dir: where that model was loaded from (MI heads and order policies are saved there).
         budget: passes for a fixed-budget policy (``random``, ``top_prob``, ``margin``); refused for
             others, and for a spec that names its own ``steps`` (two budgets would be ambiguous).
+        resolve: attach the resources (False: only check the spec and the budget, e.g. before a load).
     """
     policy = parse_policy(spec)
-    if budget is not None and "steps=" in spec.replace(" ", ""):
+    if budget is not None and "steps" in spec_keys(spec):
         raise UnmaskError(f"{spec}: the spec sets steps and --budget {budget} is given too; give one")
     policy = with_budget(policy, budget)
+    if not resolve:
+        return policy
     objects = {}
     for name in sorted(needed_resources(policy)):
         if denoiser is None:
@@ -55,4 +59,5 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
     return attach(policy, **objects)
 
 
-__all__ = ["LOADERS", "POLICIES", "attach", "build_policy", "describe_policies", "parse_policy", "policy_spec", "with_budget"]
+__all__ = ["LOADERS", "POLICIES", "attach", "build_policy", "describe_policies", "needed_resources", "parse_policy", "policy_spec",
+           "spec_keys", "with_budget"]

@@ -21,11 +21,12 @@ from unmask.model import load_model
 from unmask.policies import build_policy
 from unmask.tasks.maths.arith import Problem
 from unmask.tasks.maths.task import MathsTask
-from unmask.tasks.sudoku.task import SudokuTask
+from unmask.tasks.base import MODELS
+from unmask.tasks.sudoku.task import DEFAULT_MODEL as SUDOKU_MODEL, SudokuTask
 
 RECORD = json.loads(gzip.open(Path(__file__).parents[1] / "data" / "recorded_decodes.json.gz", "rt").read())
-SUDOKU = "unmask/models/sudoku"
-MATHS3 = "unmask/models/maths-3step"
+SUDOKU = SUDOKU_MODEL
+MATHS3 = MODELS / "maths-3step"
 
 
 def check(res, rec) -> None:

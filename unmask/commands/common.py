@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
+import re
+import sys
 import typing
 
 from unmask.errors import UnmaskError
@@ -19,7 +22,18 @@ def positive_int(text: str) -> int:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Shows every flag's default and keeps the policy list's line breaks."""
+    """Shows every flag's default (once, and only a real one) and keeps the policy list's line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False) or "(default:" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def deprecated(old: str, new: str) -> None:
+    """One line on stderr: an old spelling still works for this release."""
+    print(f"unmask: note: {old} is now {new}; the old spelling goes in the next release", file=sys.stderr)
 
 
 def policy_epilog() -> str:
@@ -29,16 +43,26 @@ def policy_epilog() -> str:
     return "policies (SPEC = name or name:key=value,...; defaults shown):\n  " + "\n  ".join(describe_policies())
 
 
+def field_comments(cls: type) -> dict[str, str]:
+    """The comment on each field of a config dataclass (``steps: int = 6000  # optimizer steps``)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    found = (re.match(r"\s+(\w+)\s*:[^#]*#\s*(.+)$", line) for line in source.splitlines())
+    return {m.group(1): m.group(2).strip() for m in found if m}
+
+
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, only: list[str] | None = None) -> None:
-    """One ``--flag`` per dataclass field (default None = keep the dataclass default, shown in help)."""
+    """One ``--flag`` per dataclass field, its comment as help (default None = keep the dataclass default, shown)."""
     hints = typing.get_type_hints(cls)
+    comments = field_comments(cls)
     for f in dataclasses.fields(cls):
         if only is not None and f.name not in only:
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else None
-        shown = argparse.SUPPRESS if default is None else None
-        text = f"(default: {default})" if shown is None else None
+        text = comments.get(f.name, "").replace("%", "%%") + ("" if default is None else f" (default: {default})")
         if hints[f.name] is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
@@ -56,16 +80,17 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     p.add_argument("--model", default=str(default_model), help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
     p.add_argument("--policy", default=policy, metavar="SPEC", help="decoding policy (listed below)")
     p.add_argument("--budget", type=positive_int, help="passes per sequence for a fixed-budget policy (random, top_prob, margin)")
-    p.add_argument("--steps", dest="budget", type=positive_int, help=argparse.SUPPRESS)  # old spelling of --budget
+    p.add_argument("--steps", dest="old_budget", type=positive_int, help=argparse.SUPPRESS)  # old spelling of --budget
     p.add_argument("--temperature", type=float, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
-    p.add_argument("--batch-size", type=positive_int, default=batch_size, help="sequences per forward pass")
+    p.add_argument("--batch-size", type=positive_int, help=f"sequences per forward pass (default: {batch_size}; 8 for hf: models)")
+    p.set_defaults(default_batch_size=batch_size)
     p.add_argument("--seed", type=int, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
     hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
-    hf.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    hf.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32", help="weights' dtype")
 
 
 def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: str) -> None:
@@ -74,6 +99,19 @@ def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: s
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run")
     p.add_argument("--policies", nargs="+", metavar="SPEC", help=f"policy specs (default: {policies_default})")
     p.set_defaults(trust_remote_code=False, shift_logits=False, dtype="float32")  # unmask models only
+
+
+def settle_eval_args(args: argparse.Namespace) -> None:
+    """Resolve what depends on other flags: the old ``--steps``, the batch size of hf: models."""
+    from unmask.adapters import HF_PREFIX
+
+    if args.old_budget is not None:
+        if args.budget is not None:
+            raise UnmaskError("--steps is the old name of --budget; give one")
+        deprecated("--steps on eval", "--budget")
+        args.budget = args.old_budget
+    if args.batch_size is None:
+        args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
 
 
 def load_for_eval(args: argparse.Namespace, task: str):
@@ -86,6 +124,15 @@ def load_for_eval(args: argparse.Namespace, task: str):
     return load_denoiser(args.model, args.device, task=task, hf=hf)
 
 
+def load_demo_model(args: argparse.Namespace, task: str):
+    """A demo's model: an unmask model directory (it reports the model's size and shape)."""
+    from unmask.adapters import HF_PREFIX
+
+    if args.model.startswith(HF_PREFIX):
+        raise UnmaskError(f"the demo runs an unmask model directory; for {args.model} use `unmask {task} eval --model hf:DIR`")
+    return load_for_eval(args, task)
+
+
 def policy_from_args(args: argparse.Namespace, loaded):
     """The ``--policy`` with ``--budget`` set and its resources attached from the loaded model."""
     from unmask.policies import build_policy
@@ -93,13 +140,15 @@ def policy_from_args(args: argparse.Namespace, loaded):
     return build_policy(args.policy, loaded.denoiser, loaded.directory, args.budget)
 
 
-def check_policy(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--policy``/``--budget`` before a model load that may take minutes."""
-    from unmask.policies import parse_policy, with_budget
+def check_policy(args: argparse.Namespace, block: int | None = None):
+    """Refuse a bad ``--policy``/``--budget`` (and, with ``block``, a budget the blocks cannot hold)
+    before a model load that may take minutes."""
+    from unmask.decode import SemiAR
+    from unmask.policies import build_policy
 
-    if args.budget is not None and "steps=" in args.policy.replace(" ", ""):
-        raise UnmaskError(f"{args.policy}: the spec sets steps and --budget {args.budget} is given too; give one")
-    with_budget(parse_policy(args.policy), args.budget)
+    settle_eval_args(args)
+    policy = build_policy(args.policy, budget=args.budget, resolve=False)
+    return SemiAR(policy, block) if block else policy
 
 
 def json_record(args: argparse.Namespace, policy_spec: str, metrics: dict) -> dict:

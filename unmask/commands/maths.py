@@ -8,8 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args, json_record,
-                                    load_for_eval, policy_epilog, policy_from_args, positive_int)
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
+                                    from_args, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
+                                    positive_int)
 from unmask.errors import UnmaskError
 from unmask.tasks.maths.task import DEFAULT_MODEL
 
@@ -18,6 +19,11 @@ def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.arith import ArithConfig, generate
     from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, read_problems, standard_sets, write_problems
 
+    if args.old_operations is not None:
+        if args.operations is not None:
+            raise UnmaskError("--steps is the old name of --operations; give one")
+        deprecated("--steps on maths generate", "--operations")
+        args.operations = args.old_operations
     _refuse_ignored_flags(args)
     if args.standard and args.exclude:
         raise UnmaskError("--exclude applies to a single set, not to --standard (whose sets exclude each other)")
@@ -62,8 +68,9 @@ def _refuse_ignored_flags(args: argparse.Namespace) -> None:
 def _eval(args: argparse.Namespace) -> None:
     from unmask.adapters import HF_PREFIX
 
-    check_policy(args)  # before a model load that may take minutes
-    if args.model.startswith(HF_PREFIX):
+    hf = args.model.startswith(HF_PREFIX)
+    check_policy(args, args.block if hf else None)  # before a model load that may take minutes
+    if hf:
         return _eval_hf(args)
     if args.gen_length is not None or args.block is not None:
         raise UnmaskError("--gen-length/--block: only for a Hugging Face model (--model hf:DIR)")
@@ -94,6 +101,7 @@ def _eval(args: argparse.Namespace) -> None:
 def _eval_hf(args: argparse.Namespace) -> None:
     """GSM8K-style problems with a local Hugging Face masked diffusion LM (LLaDA/Dream)."""
     from unmask.decode import SemiAR, TokenRule, policy_spec
+    from unmask.dist import is_main
     from unmask.tasks.maths.data import read_problems
     from unmask.tasks.maths.gsm8k import answer_from_text, generate_answers
 
@@ -110,13 +118,20 @@ def _eval_hf(args: argparse.Namespace) -> None:
     correct = [answer_from_text(t) == p.answer for t, p in zip(gen.texts, problems)]
     spec = str(SemiAR(policy, args.block)) if args.block else policy_spec(policy)
     m = {"n": len(problems), "accuracy": sum(correct) / len(problems), "mean_nfe": float(gen.nfe.double().mean()),
-         "seconds": round(gen.seconds, 2)}
-    m = json_record(args, spec, m)
-    print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
+         "max_nfe": int(gen.nfe.max()), "seconds": round(gen.seconds, 3),
+         "examples_per_s": round(len(problems) / max(gen.seconds, 1e-9), 2)}  # the keys of unmask.eval.evaluate
+    if gen.extra_passes.any():
+        m["extra_passes"] = float(gen.extra_passes.double().mean())
+    m = {**json_record(args, spec, m), "problems": str(args.problems)}
+    if is_main():
+        print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
 
 
 def _hf_eval_alias(args: argparse.Namespace) -> None:
     """The old ``unmask maths hf-eval --model-dir DIR`` spelling of ``eval --model hf:DIR``."""
+    if args.model != str(DEFAULT_MODEL):
+        raise UnmaskError("hf-eval takes --model-dir DIR; give either that or `eval --model hf:DIR`, not --model")
+    deprecated("`unmask maths hf-eval --model-dir DIR`", "`unmask maths eval --model hf:DIR`")
     args.model = "hf:" + args.model_dir
     _eval(args)
 
@@ -128,14 +143,14 @@ def _demo(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.data import STANDARD_SETS
     from unmask.tasks.maths.task import MathsTask
 
-    loaded = load_for_eval(args, "maths")
+    loaded = load_demo_model(args, "maths")
     model = loaded.denoiser
     task = MathsTask.for_model(model.cfg)
     print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
     seeds = {seed for _, seed in STANDARD_SETS.values()}
     if args.seed in seeds:
         raise UnmaskError(f"--seed {args.seed} draws a standard split; choose another for fresh problems")
-    problems = generate(ArithConfig(steps=args.steps_per_problem), args.n, args.seed)
+    problems = generate(ArithConfig(operations=args.operations), args.n, args.seed)
     specs = args.policies or [f"{name}:steps={t}" for t in (4, 10) for name in ("random", "top_prob", "margin")] + [
         "sequential", "threshold:tau=0.9", "eb:gamma=0.1", "mi:gamma=0.1"]
     rows = compare(task, model, {f"fresh ({args.n})": problems}, [build_policy(s, model, loaded.directory) for s in specs], batch_size=128)
@@ -172,6 +187,7 @@ def add_parser(sub) -> None:
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
     g.add_argument("--exclude", action="append", metavar="JSONL", help="drop questions that appear in this file (repeatable), e.g. a test split")
     add_dataclass_args(g, ArithConfig)
+    g.add_argument("--steps", dest="old_operations", type=int, help=argparse.SUPPRESS)  # old name of --operations
     g.set_defaults(run=_generate)
 
     add_train_parser(ms, "train")
@@ -184,13 +200,13 @@ def add_parser(sub) -> None:
     h = ms.add_parser("hf-eval", help=argparse.SUPPRESS, formatter_class=HelpFormatter)  # old spelling, one release
     h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer")
     _add_eval_flags(h)
-    h.set_defaults(run=_hf_eval_alias, policy="top_prob", batch_size=8)
+    h.set_defaults(run=_hf_eval_alias, policy="top_prob")
 
     dm = ms.add_parser("demo", help="fresh problems, fixed budgets and adaptive policies, one table", formatter_class=HelpFormatter,
                        epilog=policy_epilog())
     dm.add_argument("--n", type=positive_int, default=100, help="fresh problems")
     dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh problems (not a standard split's)")
-    dm.add_argument("--steps-per-problem", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
+    dm.add_argument("--operations", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
     add_demo_args(dm, DEFAULT_MODEL, "IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones")
     dm.set_defaults(run=_demo)
 

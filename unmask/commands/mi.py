@@ -69,8 +69,10 @@ def _map(args: argparse.Namespace) -> None:
     if not 0 <= args.index < len(tokens):
         raise UnmaskError(f"--index {args.index} is out of range (the file has {len(tokens)} examples)")
     tokens = tokens[args.index : args.index + 1]  # (1, L)
-    position = task.parse_position(args.cell, tokens[0])
     masked = tokens == model.mask_id
+    if not masked.any():
+        raise UnmaskError(f"example {args.index} has no masked position to map")
+    position = int(masked[0].nonzero()[0]) if args.cell is None else task.parse_position(args.cell, tokens[0])
     pairs = masked[:, :, None] & masked[:, None, :] & ~torch.eye(tokens.shape[1], dtype=torch.bool)  # (1, L, L)
     maps, scores = {}, {}
     head = load_head(args.model, required=not args.exact)
@@ -124,7 +126,7 @@ def add_parser(sub) -> None:
     m.add_argument("--examples", "--puzzle", "--problems", dest="examples", required=True,
                    help="the task's file (Sudoku: a CSV or one 81-character grid; maths: a JSONL)")
     m.add_argument("--index", type=int, default=0, help="example number in the file")
-    m.add_argument("--cell", default="1,1", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..)")
+    m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); default: the first masked one")
     m.add_argument("--exact", action="store_true", help="also compute the exact MI (1 + N·|V| passes)")
     m.add_argument("--eps", type=float, default=1e-3, help="exact MI: skip values with P < eps")
     m.add_argument("--out", default="mi_map.png", help="PNG file")

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args, json_record,
-                                    load_for_eval, policy_epilog, policy_from_args, positive_int)
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args,
+                                    json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int)
 from unmask.errors import UnmaskError
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
@@ -58,7 +58,7 @@ def _demo(args: argparse.Namespace) -> None:
     from unmask.tasks.sudoku.generate import generate
     from unmask.tasks.sudoku.task import DEMO_POLICIES, SudokuTask
 
-    loaded = load_for_eval(args, "sudoku")
+    loaded = load_demo_model(args, "sudoku")
     model = loaded.denoiser
     print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
     sets = {f"{kind} ({args.n})": generate(kind, args.n, args.seed) for kind in ("kaggle", "hard")}

@@ -66,12 +66,16 @@ def with_budget(policy: Policy, budget: int | None) -> Policy:
     return dataclasses.replace(policy, steps=budget)
 
 
+RESOURCES: set[str] = set()  # every resource name some policy declares
+
+
 def resource(name: str, needed: Callable[[Any], bool] | None = None, doc: str = ""):
     """A field holding an object a policy needs, filled by :func:`attach` under ``name``.
 
     ``needed(policy)`` says whether this policy instance needs it (default: always), so a loader
     fetches it only then (e.g. an MI head only when λ > 0). Resource fields are not part of specs.
     """
+    RESOURCES.add(name)
     return field(default=None, compare=False, repr=False, metadata={"resource": name, "needed": needed, "doc": doc})
 
 
@@ -102,8 +106,12 @@ def attach(policy, **objects):
     """Fill the unset resource fields of ``policy`` (and of any policy it wraps) from ``objects``.
 
     Specs carry numbers only; a loader (:func:`unmask.policies.build_policy`) or a caller attaches
-    the objects, e.g. ``attach(policy, denoiser=model, mi_head=head)``.
+    the objects, e.g. ``attach(policy, denoiser=model, mi_head=head)``. A name no policy declares is
+    a TypeError (a misspelt resource would otherwise be dropped without a word).
     """
+    unknown = sorted(set(objects) - RESOURCES)
+    if unknown:
+        raise TypeError(f"attach: no policy declares the resources {unknown}; known: {sorted(RESOURCES)}")
     given = {}
     for f in dataclasses.fields(policy):
         value = getattr(policy, f.name)

@@ -41,6 +41,16 @@ def _convert(cls: type, key: str, text: str):
 
 def parse_policy(spec: str):
     """Build a policy from ``name`` or ``name:key=value,...`` (e.g. ``topk:k=7``, ``eb:gamma=0.6``)."""
+    cls, kwargs = _parse(spec)
+    return cls(**kwargs)
+
+
+def spec_keys(spec: str) -> set[str]:
+    """The keys ``spec`` sets explicitly (``random:steps=5`` → ``{"steps"}``)."""
+    return set(_parse(spec)[1])
+
+
+def _parse(spec: str) -> tuple[type, dict]:
     name, _, args = spec.strip().partition(":")
     if name not in POLICIES:
         raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
@@ -55,7 +65,7 @@ def parse_policy(spec: str):
         if key in kwargs:
             raise UnmaskError(f"policy {name}: {key} is given twice")
         kwargs[key] = _convert(cls, key, value.strip())
-    return cls(**kwargs)
+    return cls, kwargs
 
 
 def spec_fields(cls) -> list[str]:

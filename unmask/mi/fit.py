@@ -9,8 +9,8 @@ import torch
 from tqdm import tqdm
 
 from unmask.mi.estimator import HeadConfig, MIHead
-from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.mi.exact import symmetrise
+from unmask.optim import adamw, set_lr, warmup_cosine
 
 
 @dataclass(frozen=True)

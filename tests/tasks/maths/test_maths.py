@@ -20,16 +20,16 @@ from unmask.model import TransformerDenoiser
 from unmask.tasks.maths.answer import extract_answer, normalise_number
 from unmask.tasks.maths.arith import ArithConfig, Problem, generate, make_problem, max_value
 from unmask.tasks.maths.data import read_problems, write_problems
-from unmask.tasks.maths.task import TOKENIZER, MathsTask, MathsTraining, default_model_config, encode
+from unmask.tasks.maths.task import TOKENIZER, MathsTask, MathsTraining, default_model_config
 
 EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
 
-@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, steps=4), ArithConfig(digits=1, steps=1, mul=False)])
+@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=4), ArithConfig(digits=1, operations=1, mul=False)])
 def test_worked_solutions_are_right(cfg):
     for p in generate(cfg, 200, seed=7):
         eqs = EQUATION.findall(p.solution)
-        assert len(eqs) == cfg.steps
+        assert len(eqs) == cfg.operations
         prev = None
         for a, op, b, c in eqs:
             a, b, c = int(a), int(b), int(c)
@@ -40,7 +40,7 @@ def test_worked_solutions_are_right(cfg):
         assert str(int(EQUATION.findall(p.solution)[0][0])) in p.question
 
 
-@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, steps=3, max_factor=12), ArithConfig(digits=1, mul=False)])
+@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=3, max_factor=12), ArithConfig(digits=1, mul=False)])
 def test_zero_pad_fixes_every_digit_place(cfg):
     padded, plain = generate(cfg, 300, seed=8), generate(dataclasses.replace(cfg, zero_pad=False), 300, seed=8)
     assert [p.answer for p in padded] == [p.answer for p in plain]  # the same problems, other layout
@@ -155,7 +155,7 @@ def test_task_masks_only_the_answer_region():
     assert not maskable[:, :144].any() and maskable[:, 144:].all()
     text = TOKENIZER.decode(x[0, 144:])  # the clean answer, up to its EOS
     assert re.fullmatch(r"(\d+[+*-]\d+=\d+\. )+#### \d+", text) and extract_answer(text) is not None
-    prompts = encode(probs, model.cfg, with_answers=False)
+    prompts = MathsTask.for_model(model.cfg).encode(probs)
     assert (prompts[:, 144:] == TOKENIZER.mask_id).all()
     out = decode(model, prompts[:2], parse_policy("sequential")).tokens
     assert torch.equal(out[:, :144], prompts[:2, :144])
@@ -166,14 +166,14 @@ def test_problems_that_do_not_fit_are_named():
     probs = generate(ArithConfig(), 3, seed=5)
     long = dataclasses.replace(probs[1], question="x" * 145)
     with pytest.raises(UnmaskError, match=r"^problem 2: question of 145 characters does not fit the model's 144$"):
-        encode([probs[0], long, probs[2]], cfg, with_answers=False)
+        MathsTask.for_model(cfg).encode([probs[0], long, probs[2]])
     with pytest.raises(UnmaskError, match=r"^problem 1: answer of 48 characters"):
-        encode([dataclasses.replace(probs[0], solution="1" * 48)], cfg, with_answers=True)
+        MathsTask.for_model(cfg).encode([dataclasses.replace(probs[0], solution="1" * 48)], with_answers=True)
 
 
 def test_semi_ar_goes_block_by_block():
     model = tiny_maths_model()
-    prompts = encode(generate(ArithConfig(), 3, seed=2), model.cfg, with_answers=False)
+    prompts = MathsTask.for_model(model.cfg).encode(generate(ArithConfig(), 3, seed=2))
     res = decode(model, prompts, SemiAR(parse_policy("top_prob:steps=4"), block=16, start=144))
     assert (res.nfe == 12).all()  # 3 blocks × 4 steps
     steps = res.reveal_step[:, 144:].reshape(3, 3, 16)

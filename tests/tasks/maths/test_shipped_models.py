@@ -24,7 +24,7 @@ def test_two_step_model_solves_test_problems_even_in_parallel():
 
 
 def test_three_step_model_needs_its_steps():
-    problems = standard_sets(ArithConfig(steps=3))["test"][:24]
+    problems = standard_sets(ArithConfig(operations=3))["test"][:24]
     model = load_model(THREE_STEP_MODEL, task="maths")
     seq = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("sequential"))
     assert seq["mean_nfe"] == 72 and seq["accuracy"] >= 0.9  # measured 24/24

@@ -1,6 +1,6 @@
 """Synthetic multi-step arithmetic word problems with a worked solution in GSM8K format.
 
-Each problem starts from a number and applies ``steps`` operations (+, −, ×) told in words; the
+Each problem starts from a number and applies ``operations`` chained operations (+, −, ×) told in words; the
 worked solution writes one equation per step, each starting from the previous result, then
 ``#### answer``. Later characters depend on earlier ones (chained results) and on carries inside
 a number, so the order in which an MDM reveals them matters. Deterministic by seed.
@@ -36,14 +36,14 @@ class ArithConfig:
     """Difficulty knobs."""
 
     digits: int = 2  # operands of + and − have 1..digits digits (the start too)
-    steps: int = 2  # operations per problem
+    operations: int = 2  # chained operations per problem
     max_factor: int = 9  # × operands are 2..max_factor
     mul: bool = True  # allow × steps
     zero_pad: bool = True  # write the solution's numbers zero-padded to one width (fixed digit places)
 
     def __post_init__(self) -> None:
-        if not (1 <= self.digits <= 6 and 1 <= self.steps <= 8 and 2 <= self.max_factor <= 99):
-            raise UnmaskError(f"need 1 <= digits <= 6, 1 <= steps <= 8, 2 <= max_factor <= 99; got {self}")
+        if not (1 <= self.digits <= 6 and 1 <= self.operations <= 8 and 2 <= self.max_factor <= 99):
+            raise UnmaskError(f"need 1 <= digits <= 6, 1 <= operations <= 8, 2 <= max_factor <= 99; got {self}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def max_value(cfg: ArithConfig) -> int:
     """The largest number a solution can contain: every step the bigger of +top and ×max_factor."""
     top = 10**cfg.digits - 1
     x = top
-    for _ in range(cfg.steps):
+    for _ in range(cfg.operations):
         x = max(x + top, x * cfg.max_factor if cfg.mul else 0)
     return x
 
@@ -75,7 +75,7 @@ def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
     ops = ["+", "-", "*"] if cfg.mul else ["+", "-"]
     width = len(str(max_value(cfg))) if cfg.zero_pad else 0
     num = f"{{:0{width}d}}" if width else "{}"
-    for _ in range(cfg.steps):
+    for _ in range(cfg.operations):
         op = rng.choice(ops)
         if op == "-" and x == 0:
             op = "+"

@@ -129,7 +129,7 @@ def problems_or_standard(path: str | os.PathLike | None, split: str, shape: tupl
     """The problems of a JSONL file, or, without one, the standard ``split`` regenerated (seeded).
 
     ``shape`` is the model's (question, answer) positions: a model of another shape was trained on
-    other problems (e.g. ``--steps 3``), so it must be given its file rather than silently scored here.
+    other problems (e.g. ``--operations 3``), so it must be given its file rather than silently scored here.
     """
     if path:
         return read_problems(path)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
+from unmask import dist
 from unmask.decode import SemiAR, TokenRule, decode
 from unmask.errors import UnmaskError
 from unmask.tasks.maths.answer import extract_answer, last_number
@@ -62,6 +63,7 @@ class Generation:
 
     texts: list[str]  # decoded generated regions (special tokens skipped)
     nfe: torch.Tensor  # (N,) forward passes per question
+    extra_passes: torch.Tensor  # (N,) passes a policy spent itself (exact-MI probes), apart from NFE
     seconds: float  # wall time of the decoding
 
 
@@ -80,25 +82,30 @@ def generate_answers(
 ) -> Generation:
     """Answer GSM8K questions: ``gen_length`` masked positions after each prompt, decoded by
     ``policy`` (inside semi-autoregressive blocks of ``block`` positions if given, LLaDA's scheme).
-    Question k always gets seed ``seed + k``: results depend neither on batching nor on the set."""
+    Question k always gets seed ``seed + k``: results depend neither on batching nor on the set.
+    Under ``torchrun`` question k is answered on rank k mod N and every rank gets all answers."""
     if block and gen_length % block:
         raise UnmaskError(f"gen_length {gen_length} is not a multiple of block {block}")
-    groups = group_prompts(gsm8k_prompt_ids(questions, tokenizer, chat), denoiser.mask_id, gen_length)
-    texts: list[str] = [""] * len(questions)
-    nfe = torch.zeros(len(questions), dtype=torch.long)
+    rank, world = dist.rank_world()
+    mine = list(range(rank, len(questions), world))  # this process's share of the questions
+    groups = group_prompts(gsm8k_prompt_ids([questions[k] for k in mine], tokenizer, chat), denoiser.mask_id, gen_length)
+    answers: dict[int, tuple[str, int, int]] = {}  # question → (text, NFE, extra passes)
     start = time.perf_counter()
-    with tqdm(total=len(questions), disable=not progress, desc="decode", unit="question") as bar:
+    with tqdm(total=len(mine), disable=not progress or rank != 0, desc="decode", unit="question") as bar:
         for g in groups:
             pol = SemiAR(policy, block, g.prompt_len) if block else policy
             for lo in range(0, len(g.index), batch_size):
-                index = g.index[lo : lo + batch_size]
+                index = torch.tensor([mine[i] for i in g.index[lo : lo + batch_size].tolist()])  # (B,) question numbers
                 rows = g.tokens[lo : lo + batch_size].to(denoiser.device)
                 res = decode(denoiser, rows, pol, rule, seeds=(index + seed).to(denoiser.device))
-                for k, text in zip(index.tolist(), tokenizer.batch_decode(res.tokens[:, g.prompt_len :].cpu(), skip_special_tokens=True)):
-                    texts[k] = text
-                nfe[index] = res.nfe.cpu()
+                texts = tokenizer.batch_decode(res.tokens[:, g.prompt_len :].cpu(), skip_special_tokens=True)
+                for k, text, n, x in zip(index.tolist(), texts, res.nfe.tolist(), res.extra_passes.tolist()):
+                    answers[k] = (text, n, x)
                 bar.update(len(index))
-    return Generation(texts, nfe, time.perf_counter() - start)
+    merged = {k: v for part in dist.all_gather(answers) for k, v in part.items()}
+    order = [merged[k] for k in range(len(questions))]
+    return Generation([t for t, _, _ in order], torch.tensor([n for _, n, _ in order], dtype=torch.long),
+                      torch.tensor([x for _, _, x in order], dtype=torch.long), time.perf_counter() - start)
 
 
 def answer_from_text(text: str) -> str | None:

@@ -40,11 +40,6 @@ def shape(cfg: ModelConfig) -> tuple[int, int]:
     return cfg.prompt_len, cfg.seq_len - cfg.prompt_len
 
 
-def encode(problems: list[Problem], cfg: ModelConfig, with_answers: bool) -> torch.Tensor:
-    """``(N, L)`` ids: questions left-padded, answers (with EOS) or a masked answer region."""
-    return MathsTask.for_model(cfg).encode(problems, with_answers)
-
-
 @dataclass(frozen=True)
 class MathsTask:
     """Maths as a :class:`~unmask.tasks.base.Task`: examples are a list of :class:`Problem`."""
@@ -69,6 +64,7 @@ class MathsTask:
                               f"{TOKENIZER.mask_id}; this one has {denoiser.vocab_size} tokens and mask id {denoiser.mask_id}")
 
     def encode(self, problems: list[Problem], with_answers: bool = False) -> torch.Tensor:
+        """``(N, L)`` ids: questions left-padded, then the answer (with EOS) or a masked answer region."""
         rows = []
         for k, p in enumerate(problems):
             try:
@@ -95,9 +91,9 @@ class MathsTask:
         rows = -(-self.answer_len // cols)
         pos = torch.full((rows * cols,), -1, dtype=torch.long)
         pos[: self.answer_len] = torch.arange(self.prompt_len, self.prompt_len + self.answer_len)
-        text = TOKENIZER.decode(tokens[self.prompt_len :].tolist() + [TOKENIZER.eos_id])
-        labels = [("" if c in "_\n" else c) for c in text.ljust(self.answer_len)[: self.answer_len]] + [""] * (rows * cols - self.answer_len)
-        return Board((rows, cols), pos, labels)
+        ids = tokens[self.prompt_len :].tolist()  # one label per answer position: its character, if one is there
+        labels = [TOKENIZER.chars[i] if i < len(TOKENIZER.chars) and TOKENIZER.chars[i] != "\n" else "" for i in ids]
+        return Board((rows, cols), pos, labels + [""] * (rows * cols - self.answer_len))
 
     def parse_position(self, text: str, tokens: torch.Tensor) -> int:
         try:
