@@ -115,3 +115,10 @@ def load_state(module: torch.nn.Module, tensors: dict[str, torch.Tensor], path: 
         diff = sorted(set(expected.items()) ^ set(got.items()))[:3]
         raise UnmaskError(f"{path}: weights do not match the config (first differences: {diff})")
     module.load_state_dict(tensors)
+
+
+def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Copy one saved file atomically (e.g. a base model's files into a run's export)."""
+    import shutil
+
+    atomic_write(dst, lambda p: shutil.copyfile(src, p))

@@ -40,3 +40,15 @@ def all_gather(obj) -> list:
     out = [None] * world
     dist.all_gather_object(out, obj)
     return out
+
+
+def average_gradients(params) -> None:
+    """Average the gradients of ``params`` over every rank (what DDP does, for trainers whose losses
+    are not one module's forward); a no-op in a single process."""
+    rank, world = rank_world()
+    if world == 1:
+        return
+    for p in params:
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad /= world

@@ -81,6 +81,7 @@ def evaluate(
         "n": n,
         "accuracy": float(correct.double().mean()),
         "mean_nfe": float(nfe.mean()),
+        "min_nfe": int(nfe.min()),
         "max_nfe": int(nfe.max()),
         "seconds": round(run.seconds, 3),
         "examples_per_s": round(n / max(run.seconds, 1e-9), 2),

@@ -1,7 +1,8 @@
 """Every decoding policy of the library, by spec, with what it needs attached.
 
 The front door for users, commands and benchmarks: importing this module registers every policy
-family (the baselines of :mod:`unmask.decode`, the MI-guided ones of :mod:`unmask.mi.policies`), and
+family (the baselines of :mod:`unmask.decode`, the MI-guided ones of :mod:`unmask.mi.policies`, the
+learned order of :mod:`unmask.order.policy`), and
 :func:`build_policy` turns a spec such as ``mi:gamma=0.1,lam=2`` into a policy whose declared
 resources are filled — the model to probe, the MI head saved beside the model — loading only what
 this policy instance needs.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from unmask import mi  # noqa: F401  (registers mi and mi_exact)
+from unmask import mi, order  # noqa: F401  (registers mi, mi_exact and learned)
 from unmask.decode import POLICIES, attach, needed_resources, parse_policy, policy_spec, with_budget
 from unmask.decode.registry import describe_policies, spec_keys
 from unmask.denoiser import Denoiser
@@ -27,10 +28,19 @@ def _mi_head(denoiser: Denoiser, model_dir: str | os.PathLike | None):
     return load_head(model_dir).to(denoiser.device)
 
 
+def _order_policy(denoiser: Denoiser, model_dir: str | os.PathLike | None):
+    from unmask.order.net import load_order_net
+
+    if model_dir is None:
+        raise UnmaskError("the learned policy needs an order policy: give the model directory it is saved in")
+    return load_order_net(model_dir).to(denoiser.device)
+
+
 # How each declared resource is found, from the denoiser and the directory it was loaded from.
 LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None], object]] = {
     "denoiser": lambda denoiser, model_dir: denoiser,
     "mi_head": _mi_head,
+    "order_policy": _order_policy,
 }
 
 
@@ -54,7 +64,7 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
     objects = {}
     for name in sorted(needed_resources(policy)):
         if denoiser is None:
-            raise UnmaskError(f"{policy_spec(policy)} needs a {name.replace('_', ' ')}; give the model")
+            raise UnmaskError(f"{policy_spec(policy)} needs the {name.replace('_', ' ')} of a model; give the model")
         objects[name] = LOADERS[name](denoiser, model_dir)
     return attach(policy, **objects)
 

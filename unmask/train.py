@@ -24,12 +24,10 @@ from tqdm import tqdm
 
 from unmask.dist import rank_world
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
 from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model
 from unmask.optim import adamw, set_lr, warmup_cosine
+from unmask.runs import CHECKPOINT, LOG, append_log, save_checkpoint, start_or_resume, truncate_log  # noqa: F401  (CHECKPOINT and LOG stay importable from here)
 
-CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
-LOG = "log.jsonl"  # one JSON record per validation inside the run directory
 # Settings a resumed run may change: more steps (the cosine schedule stretches), other intervals, the
 # share of suffix masks (a change of data mix, e.g. switched on part-way through), and the machine:
 # the device and the batch it can afford (a CPU run continued on a GPU).
@@ -150,24 +148,14 @@ def train(
     rank, world = rank_world()
     device = resolve_device(cfg.device)
     out = Path(out)
-    ckpt_path = out / CHECKPOINT
     if not os.environ.get("OMP_NUM_THREADS"):  # an explicit thread count (e.g. beside another job) wins
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     torch.manual_seed(cfg.seed)
-    state = None
-    if resume:
-        if not ckpt_path.is_file():
-            raise UnmaskError(f"{ckpt_path}: nothing to resume")
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v)
-        changed = [k for k in changed if k not in RESUMABLE_CHANGES]
-        if changed:
-            raise UnmaskError(f"{ckpt_path}: --resume with different training settings {changed}")
+    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES)
+    if state is not None:
         model_cfg = ModelConfig(**state["model_config"])
         if rank == 0:
-            _truncate_log(out / LOG, state["step"])
-    elif ckpt_path.exists():
-        raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
+            truncate_log(out, state["step"])
     model = task.model(model_cfg).to(device)
     opt = adamw(model, cfg.lr, cfg.weight_decay, betas=(0.9, 0.98))  # decay on linear weights only
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
@@ -202,13 +190,6 @@ def train(
     return model.eval()
 
 
-def _truncate_log(path: Path, step: int) -> None:
-    """Drop log records past ``step`` (written after the checkpoint a resume starts from)."""
-    if path.is_file():
-        keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-        atomic_write(path, lambda p: Path(p).write_text("".join(k + "\n" for k in keep)))
-
-
 def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, device: str, rank: int, world: int) -> None:
     """Every rank validates (the evaluator shards the sets across ranks and gathers them: all must
     call it); rank 0 exports ``model/`` and appends to the log; the others wait."""
@@ -218,8 +199,7 @@ def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, de
         record = {"step": step, "minutes": round(elapsed / 60, 2), "device": device, "train_loss": round(loss, 5)}
         record.update(scores)
         save_model(model, out / "model", {"train": record})
-        with open(out / LOG, "a") as f:
-            f.write(json.dumps(record) + "\n")
+        append_log(out, record)
         tqdm.write(json.dumps(record))
     if world > 1:
         dist.barrier()
@@ -241,6 +221,6 @@ def _checkpoint(model, opt, gen, cfg: TrainConfig, out: Path, step: int, elapsed
             "train_config": asdict(cfg),
             "model_config": asdict(model.cfg),
         }
-        atomic_write(out / CHECKPOINT, lambda p: torch.save(state, p))
+        save_checkpoint(out, state)
     if world > 1:
         dist.barrier()

@@ -7,6 +7,7 @@ import torch
 
 from unmask.decode import SemiAR, TokenRule, decode
 from unmask.mi.estimator import HeadConfig, MIHead
+from unmask.order.net import OrderConfig, OrderNet
 from unmask.policies import POLICIES, attach, parse_policy, policy_spec
 
 # Every registered policy, with settings that exercise both single and multiple reveals.
@@ -20,6 +21,7 @@ EXAMPLES = {
     "threshold": ["threshold:tau=0.9", "threshold:tau=0.5", "threshold:tau=1"],
     "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
     "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
+    "learned": ["learned", "learned:steps=2", "learned:steps=6,sample=false"],
 }
 SPECS = [s for specs in EXAMPLES.values() for s in specs]
 
@@ -33,6 +35,7 @@ WRAPPERS = {
     "semi_ar(eb:gamma=0.5,block=3,start=5)": (lambda: SemiAR(parse_policy("eb:gamma=0.5"), 3, start=5), True),
     "semi_ar(mi:gamma=1,lam=2,block=4)": (lambda: SemiAR(parse_policy("mi:gamma=1,lam=2"), 4), True),
     "semi_ar(mi_exact:gamma=0.5,lam=1,block=4)": (lambda: SemiAR(parse_policy("mi_exact:gamma=0.5,lam=1"), 4), True),
+    "semi_ar(learned,block=4)": (lambda: SemiAR(parse_policy("learned"), 4), True),
 }
 
 
@@ -40,12 +43,21 @@ def test_every_registered_policy_is_under_contract():
     assert set(EXAMPLES) == set(POLICIES)
 
 
+def random_order_net(d_hidden: int) -> OrderNet:
+    """An order network with random output weights (its scores are not just −entropy), trained for T = 4."""
+    net = OrderNet(OrderConfig(d_hidden, d_hidden=8, tau=0.5, budget=4))
+    with torch.no_grad():
+        net.out.weight.normal_(0, 2.0)
+    return net.eval()
+
+
 def build(policy, denoiser, d_hidden: int):
-    """``policy`` (a spec or a policy) with the objects it needs (a random MI head, the denoiser to probe)."""
+    """``policy`` (a spec or a policy) with the objects it needs (a random MI head, the denoiser to
+    probe, a random order network)."""
     if isinstance(policy, str):
         policy = parse_policy(policy)
     torch.manual_seed(0)
-    return attach(policy, denoiser=denoiser, mi_head=MIHead(HeadConfig(d_hidden)))
+    return attach(policy, denoiser=denoiser, mi_head=MIHead(HeadConfig(d_hidden)), order_policy=random_order_net(d_hidden))
 
 
 def inputs(masked_batch, b: int, n: int, vocab: int, seed: int, partial_ok: bool = True) -> torch.Tensor:

@@ -11,6 +11,7 @@ from pathlib import Path
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
                                     from_args, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
                                     positive_int)
+from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.tasks.maths.task import DEFAULT_MODEL
 
@@ -177,7 +178,7 @@ def add_parser(sub) -> None:
     from unmask.tasks.maths.arith import ArithConfig
 
     maths = sub.add_parser("maths", help="maths word problems: generate sets, train, evaluate decoding policies, demo")
-    ms = maths.add_subparsers(dest="action", required=True, metavar="{generate,train,eval,demo}")
+    ms = maths.add_subparsers(dest="action", required=True, metavar="{generate,train,train-order,eval,demo}")
     g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
     g.add_argument("--n", type=positive_int, help="problems (default 1000)")
@@ -191,6 +192,7 @@ def add_parser(sub) -> None:
     g.set_defaults(run=_generate)
 
     add_train_parser(ms, "train")
+    add_train_order_parser(ms, "maths", DEFAULT_MODEL, "GSM8K-style JSONL (the answer is x_0)")
 
     e = ms.add_parser("eval", help="infill answers with a policy; exact final answers, mean NFE",
                       formatter_class=HelpFormatter, epilog=policy_epilog())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args,
                                     json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int)
+from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
@@ -93,7 +94,7 @@ def add_parser(sub) -> None:
     from unmask.tasks.sudoku.generate import PRESETS
 
     sudoku = sub.add_parser("sudoku", help="Sudoku puzzles: generate sets, train, evaluate decoding policies, demo")
-    ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,train,eval,demo}")
+    ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,train,train-order,eval,demo}")
     g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle", help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
     g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
@@ -104,6 +105,7 @@ def add_parser(sub) -> None:
     g.set_defaults(run=_generate)
 
     add_train_parser(ss, "train")
+    add_train_order_parser(ss, "sudoku", DEFAULT_MODEL, "CSV of puzzles with solutions")
 
     e = ss.add_parser("eval", help="decode puzzles with a policy; accuracy, mean NFE, puzzles/s",
                       formatter_class=HelpFormatter, epilog=policy_epilog())

@@ -48,6 +48,10 @@ class Task(Protocol):
         """``(N, L)`` ids with the mask id wherever the model is to generate."""
         ...
 
+    def targets(self, examples: Any) -> torch.Tensor:
+        """``(N, L)`` the clean sequences x_0 of the examples (UnmaskError if the examples have none)."""
+        ...
+
     def score(self, tokens: torch.Tensor, examples: Any) -> torch.Tensor:
         """``(N,)`` bool: is each decoded sequence ``(N, L)`` right?"""
         ...

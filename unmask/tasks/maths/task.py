@@ -73,6 +73,9 @@ class MathsTask:
                 raise UnmaskError(f"problem {k + 1}: {e}") from None
         return torch.stack(rows)
 
+    def targets(self, problems: list[Problem]) -> torch.Tensor:
+        return self.encode(problems, with_answers=True)
+
     def answers(self, tokens: torch.Tensor) -> list[str]:
         """The decoded answer regions as text."""
         return [TOKENIZER.decode(t[self.prompt_len :]) for t in tokens]

@@ -37,6 +37,10 @@ class SudokuSet:
     def __len__(self) -> int:
         return len(self.quizzes)
 
+    def __getitem__(self, rows: slice) -> "SudokuSet":
+        """The puzzles (and solutions) of ``rows``, e.g. ``data[:100]``."""
+        return SudokuSet(self.quizzes[rows], None if self.solutions is None else self.solutions[rows])
+
 
 def parse_grid(text: str, *, allow_blanks: bool = True) -> np.ndarray:
     """Parse one 81-character grid (``0``/``.`` blank) into an int8 array; UnmaskError if malformed."""

@@ -72,6 +72,11 @@ class SudokuTask:
         quizzes = examples.quizzes if isinstance(examples, SudokuSet) else examples
         return to_tokens(quizzes)
 
+    def targets(self, examples: SudokuSet) -> torch.Tensor:
+        if examples.solutions is None:
+            raise UnmaskError("these puzzles have no solutions column; learning an order needs the solutions")
+        return to_tokens(examples.solutions)
+
     def score(self, tokens: torch.Tensor, examples: SudokuSet) -> torch.Tensor:
         return torch.from_numpy(score(from_tokens(tokens), examples))
 

@@ -1,0 +1,172 @@
+"""The ELBO of learned orders, checked exactly on a toy problem small enough to enumerate every reveal
+sequence (an oracle joint over L = 3 binary tokens, budget T = 2 or 3).
+
+Planted bugs these catch: a KL formula off by a term or with P and Q swapped (closed form vs Monte
+Carlo), a rollout that drops or double-counts a step's likelihood (rollout mean vs exact ELBO), a
+bound above log p (ELBO ≤ log p), a wrong leave-one-out baseline or a missing score-function or KL
+gradient (RLOO gradient vs the exact gradient).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from unmask.decode.state import DecodeState
+from unmask.order.elbo import bernoulli_kl, order_loss, rollout, smoothed
+from unmask.order.net import OrderConfig, OrderNet
+from unmask.order.policy import bernoulli_log_prob
+
+
+def nets(d_in: int, budget: int, seed: int = 0, tau: float = 1.0) -> tuple[OrderNet, OrderNet]:
+    """P_ψ and Q_φ with random output layers (so their probabilities differ from each other and from 1)."""
+    torch.manual_seed(seed)
+    prior = OrderNet(OrderConfig(d_in, d_hidden=6, tau=tau, budget=budget))
+    posterior = OrderNet(OrderConfig(d_in, d_hidden=6, tau=tau, budget=budget, posterior=True))
+    with torch.no_grad():
+        for net in (prior, posterior):
+            net.out.weight.normal_(0, 1.5)
+            net.direct.weight.normal_(0, 0.5)
+    return prior, posterior
+
+
+def state_of(denoiser, tokens: torch.Tensor, step: int) -> DecodeState:
+    logits, hidden = denoiser(tokens)
+    return DecodeState(tokens, tokens == denoiser.mask_id, logits, hidden, step, torch.zeros(len(tokens), dtype=torch.long),
+                       torch.arange(len(tokens)))
+
+
+def subsets(masked: torch.Tensor):
+    """Every reveal set (bool (L,)) over the masked positions of one row."""
+    idx = masked.nonzero().squeeze(1).tolist()
+    for bits in itertools.product([False, True], repeat=len(idx)):
+        r = torch.zeros_like(masked)
+        r[idx] = torch.tensor(bits, dtype=torch.bool) if idx else r[idx]
+        yield r
+
+
+def exact(denoiser, tokens, clean, prior, posterior, budget: int, step: int = 0):
+    """(exact ELBO, exact log p(x_0) under P̃) from state ``tokens`` (1, L), by enumeration.
+
+    ELBO = E_Q[Σ_t loglik_t + log P̃(r_t) − log Q(r_t)]; log p = log Σ_traj Π_t P̃(r_t) exp(loglik_t).
+    Differentiable in the networks' parameters."""
+    st = state_of(denoiser, tokens, step)
+    masked = st.masked[0]
+    if not masked.any():
+        return torch.zeros(()), torch.zeros(())
+    q = posterior.probs(st, budget, clean)
+    pt = smoothed(prior.probs(st, budget), q)
+    true_lp = st.log_probs.gather(-1, clean[..., None]).squeeze(-1)[0].double()
+    elbo, terms = torch.zeros((), dtype=torch.float64), []
+    for r in subsets(masked):
+        if not r.any():
+            continue  # the loop never takes an empty step (Q's best position has q = 1)
+        log_q = bernoulli_log_prob(q, r[None], st.masked)[0].double()
+        log_pt = bernoulli_log_prob(pt, r[None], st.masked)[0].double()
+        if log_q.exp() == 0:
+            continue
+        nxt = torch.where(r, clean[0], tokens[0])[None]
+        e_next, lp_next = exact(denoiser, nxt, clean, prior, posterior, budget, step + 1)
+        ll = true_lp[r].sum()
+        elbo = elbo + log_q.exp() * (ll + log_pt - log_q + e_next)
+        terms.append(log_pt + ll + lp_next)
+    return elbo, torch.logsumexp(torch.stack(terms), 0)
+
+
+@pytest.fixture
+def toy(make_joint):
+    oracle = make_joint(seq_len=3, vocab=2, seed=4, alpha=1.0)
+    clean = torch.tensor([[1, 0, 1]])
+    start = torch.full((1, 3), oracle.mask_id)
+    return oracle, start, clean
+
+
+def test_closed_form_kl_equals_its_monte_carlo_estimate():
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2, 6, generator=g)
+    p = torch.rand(2, 6, generator=g)
+    masked = torch.rand(2, 6, generator=g) < 0.8
+    samples = torch.rand(200_000, 2, 6, generator=g) < q  # Bernoulli(q) reveal sets
+    log_q = torch.stack([bernoulli_log_prob(q, s, masked) for s in samples[:50_000]])
+    log_p = torch.stack([bernoulli_log_prob(smoothed(p, q), s, masked) for s in samples[:50_000]])
+    mc = (log_q - log_p).mean(0)
+    assert torch.allclose(bernoulli_kl(q, p, masked), mc, atol=0.02)
+
+
+def test_kl_is_zero_for_equal_distributions_and_finite_when_p_is_certain():
+    q = torch.tensor([[1.0, 0.3, 0.0]])
+    masked = torch.tensor([[True, True, True]])
+    assert float(bernoulli_kl(q, q.clone(), masked)) == pytest.approx(0.0, abs=1e-6)
+    p = torch.tensor([[1.0, 1.0, 0.2]])  # P certain where Q is not: finite thanks to P̃
+    kl = bernoulli_kl(q, p, masked)
+    assert torch.isfinite(kl).all() and float(kl) > 1.0
+
+
+@pytest.mark.parametrize("budget", [2, 3])
+def test_elbo_is_below_log_likelihood_and_the_rollout_estimates_it(toy, budget):
+    oracle, start, clean = toy
+    prior, posterior = nets(oracle.vocab_size + 1, budget)
+    with torch.no_grad():
+        elbo, log_p = exact(oracle, start, clean, prior, posterior, budget)
+        assert float(elbo) <= float(log_p) + 1e-9
+        roll = rollout(oracle, start, clean, prior, posterior, budget, samples=20_000, seeds=torch.arange(20_000))
+    assert (roll.nfe <= budget).all()  # T is never exceeded
+    se = float(roll.elbo.std()) / math.sqrt(len(roll.elbo))
+    assert abs(float(roll.elbo.mean()) - float(elbo)) < 4 * se + 1e-6
+
+
+def test_elbo_is_tight_when_q_is_the_posterior(toy):
+    """T = 2, L = 2 masked: with Q certain of P's best position, the posterior over the other one is a
+    Bernoulli, so Q can equal it exactly and the bound must close."""
+    oracle, _, clean = toy
+    start = clean.clone()
+    start[0, 1:] = oracle.mask_id  # positions 1 and 2 masked
+    prior, _ = nets(oracle.vocab_size + 1, budget=2)
+    with torch.no_grad():
+        st = state_of(oracle, start, 0)
+        p = prior.probs(st, 2)[0]
+        best = int(p.argmax())
+        other = 3 - best  # the other masked position (1 or 2)
+        true_lp = st.log_probs.gather(-1, clean[..., None]).squeeze(-1)[0].double()
+        # Finishing at step 1 reveals the rest: its likelihood given the first reveal.
+        after = start.clone()
+        after[0, best] = clean[0, best]
+        lp_rest = state_of(oracle, after, 1).log_probs[0, other, clean[0, other]].double()
+        p_other = float(p[other])
+        both = p_other * math.exp(float(true_lp[best] + true_lp[other]))  # P̃({best, other}) · lik
+        alone = (1 - p_other) * math.exp(float(true_lp[best] + lp_rest))  # P̃({best}) · lik · lik(next)
+        q_other = both / (both + alone)
+
+    class Fixed:  # Q as fixed probabilities: 1 on P's best, the exact posterior on the other
+        def probs(self, state, budget, clean=None):
+            q = torch.zeros_like(state.masked, dtype=torch.float32)
+            if state.step >= budget - 1:
+                return state.masked.float()
+            q[:, best], q[:, other] = 1.0, q_other
+            return q * state.masked
+
+    with torch.no_grad():
+        elbo, log_p = exact(oracle, start, clean, prior, Fixed(), budget=2)
+    assert float(elbo) == pytest.approx(float(log_p), abs=1e-5)
+
+
+def test_rloo_gradient_matches_the_exact_gradient(toy):
+    oracle, start, clean = toy
+    budget = 3
+    prior, posterior = nets(oracle.vocab_size + 1, budget, seed=1)
+    params = [*prior.parameters(), *posterior.parameters()]
+    elbo, _ = exact(oracle, start, clean, prior, posterior, budget)
+    exact_grad = torch.autograd.grad(-elbo / 3, params, allow_unused=True)  # the loss is per generated position
+    exact_grad = torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten() for g, p in zip(exact_grad, params)])
+    k = 40_000
+    roll = rollout(oracle, start, clean, prior, posterior, budget, samples=k, seeds=torch.arange(k))
+    mc_grad = torch.autograd.grad(order_loss(roll, k), params, allow_unused=True)
+    mc_grad = torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten() for g, p in zip(mc_grad, params)])
+    assert exact_grad.norm() > 1e-3  # a gradient worth comparing
+    assert float((mc_grad - exact_grad).norm() / exact_grad.norm()) < 0.1
+    # Both halves matter: ψ only through the KL, φ through the KL and the score function.
+    n_prior = sum(p.numel() for p in prior.parameters())
+    assert exact_grad[:n_prior].norm() > 0 and exact_grad[n_prior:].norm() > 0

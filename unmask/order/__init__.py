@@ -1,0 +1,8 @@
+"""Learned generation orders by variational inference (seed 004): the order networks (:mod:`.net`),
+the ``learned`` policy and the training-time posterior (:mod:`.policy`), the ELBO and its gradient
+estimators (:mod:`.elbo`), and the trainer (:mod:`.train`)."""
+
+from unmask.order import policy  # noqa: F401  (registers the learned policy)
+from unmask.order.net import OrderConfig, OrderNet, load_order_net, save_order_net
+
+__all__ = ["OrderConfig", "OrderNet", "load_order_net", "save_order_net"]

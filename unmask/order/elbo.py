@@ -1,0 +1,109 @@
+"""The ELBO of learned orders and its gradient estimators (seed 004).
+
+For a generation of at most T steps with reveal sets r_t, order policy P_ψ and posterior Q_φ:
+
+    log p(x_0) ≥ E_Q [ Σ_t ( Σ_{n∈r_t} log p_θ(x_0^n | x_t) + log P_ψ(r_t | x_t) − log Q_φ(r_t | x_t, x_0) ) ]
+
+Rao-Blackwellised: the per-step log P − log Q is replaced by its expectation under Q given x_t,
+−KL(Q_t ‖ P_t), in closed form for factorised Bernoulli reveal distributions. ψ gets the pathwise
+gradient of the KL terms; φ gets that plus REINFORCE on the reward-to-go with a leave-one-out
+baseline over K rollouts of each sequence (RLOO; Kool et al. 2019); θ (``finetune``) gets the
+likelihood terms directly. Rollouts reveal the true tokens (teacher forcing).
+
+P's certain positions (p = 1: its best one) would make KL(Q‖P) infinite whenever Q may skip them,
+so the KL and the bound use P̃ = P with probabilities kept in [ε, 1 − ε] except where P and Q are
+both certain of the same outcome; sampling at inference uses P itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from unmask.decode import decode_steps
+from unmask.order.policy import PosteriorOrder, TrueTokens
+
+EPS = 1e-4  # ε: how far P̃ keeps its probabilities from 0 and 1
+
+
+def smoothed(p: torch.Tensor, q: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """P̃ ``(B, L)``: p kept in [ε, 1 − ε], except where p and q are both certain of the same thing
+    (both 1: the last step, a shared best position; both 0)."""
+    agree = ((p >= 1) & (q >= 1)) | ((p <= 0) & (q <= 0))
+    return torch.where(agree, p, p.clamp(eps, 1 - eps))
+
+
+def bernoulli_kl(q: torch.Tensor, p: torch.Tensor, masked: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """``(B,)`` KL(Q ‖ P̃) = Σ_n q log(q/p̃) + (1−q) log((1−q)/(1−p̃)) over masked positions."""
+    pt = smoothed(p, q, eps)
+    log = lambda x: x.clamp_min(1e-12).log()  # noqa: E731  finite gradients where q is 0 or 1 (their terms vanish)
+    kl = q * (log(q) - log(pt)) + (1 - q) * (log(1 - q) - log(1 - pt))
+    return torch.where(masked, kl, 0.0).sum(1)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """Per-step terms of K rollouts of each sequence, rows ordered (sequence, sample)."""
+
+    loglik: torch.Tensor  # (N, T) Σ_{n∈r_t} log p_θ(x_0^n | x_t) (0 after a row finished)
+    kl: torch.Tensor  # (N, T) KL(Q_t ‖ P̃_t) (0 after a row finished)
+    log_q: torch.Tensor  # (N, T) log Q_φ(r_t | x_t, x_0) of the sampled set
+    nfe: torch.Tensor  # (N,) steps each rollout used
+    masked: torch.Tensor  # (N,) positions to generate in each row
+
+    @property
+    def elbo(self) -> torch.Tensor:
+        """``(N,)`` the Rao-Blackwellised ELBO of each rollout."""
+        return (self.loglik - self.kl).sum(1)
+
+
+def rollout(denoiser, start: torch.Tensor, clean: torch.Tensor, prior, posterior, budget: int, samples: int,
+            seeds: torch.Tensor) -> Rollout:
+    """K = ``samples`` rollouts of Q_φ from each start ``(B, L)`` (true tokens revealed), through the
+    one decode loop; gradients flow into ``prior`` (P_ψ), ``posterior`` (Q_φ) and any trainable denoiser.
+
+    ``seeds`` ``(B·K,)``: one per rollout (rows ordered sequence-major)."""
+    tokens = start.repeat_interleave(samples, 0)  # (N, L), N = B·K
+    x0 = clean.repeat_interleave(samples, 0)
+    q_policy = PosteriorOrder(posterior, x0, budget)
+    n = len(tokens)
+    loglik, kl, log_q = [], [], []
+    steps = decode_steps(denoiser, tokens, q_policy, TrueTokens(x0), seeds)
+    while True:
+        try:
+            step = next(steps)
+        except StopIteration as done:
+            result = done.value
+            break
+        st, rows = step.state, step.state.rows
+        true_lp = st.log_probs.gather(-1, x0[rows][..., None]).squeeze(-1)  # (R, L) log p_θ(x_0^n | x_t)
+        q = q_policy.probs(st)
+        p = prior.probs(st, budget)
+        zeros = torch.zeros(n, device=tokens.device)
+        loglik.append(zeros.index_put((rows,), (true_lp * step.reveal).sum(1)))
+        kl.append(zeros.index_put((rows,), bernoulli_kl(q, p, st.masked)))
+        log_q.append(zeros.index_put((rows,), step.log_prob))
+    pad = budget - len(loglik)  # rows that all finished early leave no later steps
+    stack = lambda xs: torch.nn.functional.pad(torch.stack(xs, 1), (0, pad))  # noqa: E731  (N, T)
+    return Rollout(stack(loglik), stack(kl), stack(log_q), result.nfe, (tokens == denoiser.mask_id).sum(1))
+
+
+def order_loss(roll: Rollout, samples: int, finetune: bool = False) -> torch.Tensor:
+    """The surrogate whose gradient is −∇ELBO in expectation (per generated position, mean over rows).
+
+    ψ: ∇ Σ_t KL_t. φ: ∇ Σ_t KL_t − Σ_t ∇log Q(r_t) · (G_t − b_t), with G_t the reward-to-go
+    Σ_{t'≥t} loglik_{t'} − Σ_{t'>t} KL_{t'} and b_t its mean over the other K − 1 rollouts of the
+    same sequence (RLOO). θ (``finetune``): −∇ Σ_t loglik_t.
+    """
+    if samples < 2:
+        raise ValueError("RLOO needs at least 2 rollouts per sequence")
+    ll, kl = roll.loglik.detach(), roll.kl.detach()
+    to_go = ll.flip(1).cumsum(1).flip(1) - (kl.flip(1).cumsum(1).flip(1) - kl)  # (N, T) G_t
+    g = to_go.view(-1, samples, to_go.shape[1])  # (B, K, T)
+    baseline = (g.sum(1, keepdim=True) - g) / (samples - 1)
+    adv = (g - baseline).reshape_as(to_go)
+    per_row = roll.kl.sum(1) - (roll.log_q * adv).sum(1)
+    if finetune:
+        per_row = per_row - roll.loglik.sum(1)
+    return (per_row / roll.masked.clamp_min(1)).mean()

@@ -1,0 +1,185 @@
+"""Training learned orders: P_ψ and Q_φ by the ELBO of :mod:`unmask.order.elbo` (seed 004).
+
+The denoiser is frozen by default (only the two light order networks train, so 2 CPU cores do);
+``finetune`` trains θ on the likelihood terms too. Each step rolls out K samples of Q_φ for a
+batch of sequences through the one decode loop, with the true tokens revealed, and takes one AdamW
+step on the surrogate loss. Under ``torchrun`` each process draws its own batches and gradients
+are averaged. The run directory holds ``checkpoint.pt`` (resumable), ``log.jsonl`` (ELBO, KL,
+likelihood, mean steps, validation) and ``model/``: the base model beside ``order_policy.*``, ready
+for ``--model RUN/model --policy learned``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from tqdm import tqdm
+
+from unmask import artifacts
+from unmask.dist import average_gradients, rank_world
+from unmask.errors import UnmaskError
+from unmask.model import resolve_device, save_model
+from unmask.optim import warmup_cosine
+from unmask.order.elbo import order_loss, rollout
+from unmask.order.net import OrderConfig, OrderNet, save_order_net
+from unmask.order.policy import LearnedOrder
+from unmask.runs import append_log, save_checkpoint, start_or_resume, truncate_log
+
+# Settings a resumed run may change: more steps (the schedule stretches), other intervals, the machine.
+RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "device")
+
+
+@dataclass
+class OrderTrainConfig:
+    """How to train an order policy (its shape: ``d_hidden``, ``tau``, ``budget``)."""
+
+    budget: int = 4  # T: steps per generation the policy learns to spend (all left is revealed at step T)
+    steps: int = 400  # optimizer steps
+    batch_size: int = 16  # sequences per step in each process, each rolled out `samples` times
+    samples: int = 4  # K: rollouts per sequence (the RLOO baseline averages the other K - 1)
+    tau: float = 1.0  # τ: temperature of the max-normalised reveal probabilities
+    d_hidden: int = 64  # hidden width of the order networks
+    lr: float = 3e-3  # peak learning rate of the order networks
+    warmup: int = 20  # linear warm-up steps
+    min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
+    grad_clip: float = 1.0  # max global gradient norm
+    finetune: bool = False  # also train the denoiser (θ) on the likelihood terms
+    finetune_lr: float = 1e-4  # peak learning rate of the denoiser with finetune
+    eval_every: int = 100  # steps between validations (and exports)
+    ckpt_every: int = 50  # steps between resumable checkpoints
+    seed: int = 0  # seeds the networks' init and every batch and rollout
+    device: str = "cpu"  # where the denoiser, the networks and the rollouts run
+
+    def __post_init__(self) -> None:
+        if min(self.budget, self.steps, self.batch_size, self.eval_every, self.ckpt_every) < 1:
+            raise UnmaskError("budget, steps, batch_size, eval_every and ckpt_every must be >= 1")
+        if self.samples < 2:
+            raise UnmaskError(f"samples must be >= 2 (the leave-one-out baseline needs another rollout), got {self.samples}")
+        if not (self.tau > 0 and self.lr > 0 and self.finetune_lr > 0 and self.grad_clip > 0 and self.warmup >= 0):
+            raise UnmaskError("need tau > 0, lr > 0, finetune_lr > 0, grad_clip > 0, warmup >= 0")
+
+
+def train_order(
+    denoiser,
+    model_dir: str | os.PathLike,
+    starts: torch.Tensor,
+    cleans: torch.Tensor,
+    cfg: OrderTrainConfig,
+    out: str | os.PathLike,
+    validate: Callable[[LearnedOrder], dict] | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> OrderNet:
+    """Train P_ψ (and Q_φ) for ``denoiser`` (loaded from ``model_dir``) into run directory ``out``.
+
+    Args:
+        starts: ``(N, L)`` prompts (mask id where the model generates); cleans: ``(N, L)`` their x_0.
+        validate: scores the current ``learned`` policy (e.g. accuracy on held-out examples); every
+            rank calls it, as an evaluator sharded over ranks needs.
+    Returns the trained order policy P_ψ.
+    """
+    if starts.shape != cleans.shape:
+        raise UnmaskError(f"starts {tuple(starts.shape)} and clean sequences {tuple(cleans.shape)} differ in shape")
+    rank, world = rank_world()
+    out = Path(out)
+    device = resolve_device(cfg.device)
+    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES)
+    torch.manual_seed(cfg.seed)
+    d_in = denoiser(starts[:1].to(denoiser.device)).hidden.shape[-1]
+    prior = OrderNet(OrderConfig(d_in, cfg.d_hidden, cfg.tau, cfg.budget)).to(device)
+    posterior = OrderNet(OrderConfig(d_in, cfg.d_hidden, cfg.tau, cfg.budget, posterior=True)).to(device)
+    denoiser = denoiser.to(device).eval()
+    denoiser.requires_grad_(cfg.finetune)
+    groups = [{"params": [*prior.parameters(), *posterior.parameters()], "peak": cfg.lr}]
+    if cfg.finetune:
+        groups.append({"params": list(denoiser.parameters()), "peak": cfg.finetune_lr})
+    opt = torch.optim.AdamW([{"params": g["params"], "weight_decay": 0.0} for g in groups], lr=cfg.lr)
+    gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
+    step, elapsed = 0, 0.0
+    if state is not None:
+        prior.load_state_dict(state["prior"])
+        posterior.load_state_dict(state["posterior"])
+        if cfg.finetune:
+            denoiser.load_state_dict(state["denoiser"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generators"][rank])
+        step, elapsed = state["step"], state["elapsed"]
+        if rank == 0:
+            truncate_log(out, step)
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+    params = [p for g in groups for p in g["params"]]
+    sums: dict[str, float] = {}
+    bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc="train order", unit="step")
+    start = time.time() - elapsed
+    while step < cfg.steps:
+        for group, g in zip(opt.param_groups, groups):
+            group["lr"] = warmup_cosine(step, cfg.steps, g["peak"], cfg.warmup, cfg.min_lr_ratio)
+        idx = torch.randint(len(starts), (cfg.batch_size,), generator=gen)
+        seeds = torch.randint(2**62, (cfg.batch_size * cfg.samples,), generator=gen)
+        roll = rollout(denoiser, starts[idx].to(device), cleans[idx].to(device), prior, posterior, cfg.budget,
+                       cfg.samples, seeds.to(device))
+        loss = order_loss(roll, cfg.samples, cfg.finetune)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        average_gradients(params)
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        step += 1
+        per_pos = roll.masked.clamp_min(1).double()
+        for key, value in {"elbo": roll.elbo.detach() / per_pos, "kl": roll.kl.detach().sum(1) / per_pos,
+                           "loglik": roll.loglik.detach().sum(1) / per_pos, "mean_steps": roll.nfe.double()}.items():
+            sums[key] = sums.get(key, 0.0) + float(value.mean())
+        sums["n"] = sums.get("n", 0) + 1
+        bar.update(1)
+        bar.set_postfix(elbo=f"{float(roll.elbo.detach().mean() / roll.masked.double().mean()):.3f}", refresh=False)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            _validate(prior, posterior, denoiser, model_dir, cfg, out, step, time.time() - start, sums, validate, rank)
+            sums = {}
+        if step % cfg.ckpt_every == 0 or step == cfg.steps:
+            _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world)
+    bar.close()
+    return prior.eval()
+
+
+def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, elapsed: float, sums: dict,
+              validate, rank: int) -> None:
+    """Every rank validates (a sharded evaluator gathers from all); rank 0 logs and exports ``model/``."""
+    prior.eval()
+    n = max(sums.get("n", 1), 1)
+    record = {"step": step, "minutes": round(elapsed / 60, 2), "device": cfg.device,
+              **{f"train_{k}": round(v / n, 5) for k, v in sums.items() if k != "n"}}
+    if validate is not None:
+        with torch.no_grad():
+            record |= {f"val_{k}": v for k, v in validate(LearnedOrder(steps=cfg.budget, net=prior)).items()}
+    prior.train()
+    if rank != 0:
+        return
+    export = out / "model"
+    if cfg.finetune:
+        save_model(denoiser, export, {"order_train": record, "base_model": str(model_dir)})
+    else:
+        for kind_file in (artifacts.MODEL.meta, artifacts.MODEL.weights):
+            src = Path(model_dir) / kind_file
+            artifacts.copy_file(src, export / kind_file)
+    save_order_net(prior, export, {"train": record, "base_model": str(model_dir), "train_config": asdict(cfg)})
+    append_log(out, record)
+    tqdm.write(str(record))
+
+
+def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int) -> None:
+    """Everything needed to resume (rank 0 writes every rank's generator)."""
+    from unmask.dist import all_gather
+
+    gens = all_gather(gen.get_state())
+    if rank == 0:
+        state = {"prior": prior.state_dict(), "posterior": posterior.state_dict(), "optimizer": opt.state_dict(),
+                 "generators": gens, "step": step, "elapsed": elapsed, "train_config": asdict(cfg)}
+        if cfg.finetune:
+            state["denoiser"] = denoiser.state_dict()
+        save_checkpoint(out, state)

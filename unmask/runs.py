@@ -1,0 +1,67 @@
+"""Run directories of every trainer (the MDM, the order policy): resumable checkpoints and the log.
+
+A run directory holds ``checkpoint.pt`` (everything needed to resume), ``log.jsonl`` (one record
+per validation) and ``model/`` (the latest export). Resuming refuses settings that would make the
+continued run a different one, and an unreadable checkpoint, each in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from unmask.errors import UnmaskError
+from unmask.io import atomic_write
+
+CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
+LOG = "log.jsonl"  # one JSON record per validation inside the run directory
+
+
+def start_or_resume(out: Path, cfg, resume: bool, resumable: tuple[str, ...]) -> dict | None:
+    """The checkpoint to resume from (None for a fresh run), after checking it may be resumed.
+
+    ``resumable``: the config fields a resumed run may change (e.g. more steps, another device).
+    """
+    path = out / CHECKPOINT
+    if not resume:
+        if path.exists():
+            raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
+        if out.exists() and not out.is_dir():
+            raise UnmaskError(f"{out}: exists and is not a folder")
+        return None
+    if not path.is_file():
+        raise UnmaskError(f"{path}: nothing to resume")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:  # a truncated or foreign file: pickle, zip and torch errors alike
+        raise UnmaskError(f"{path}: unreadable checkpoint ({type(e).__name__}); start afresh or restore it") from None
+    if not isinstance(state, dict) or "train_config" not in state or "step" not in state:
+        raise UnmaskError(f"{path}: not a checkpoint of this trainer")
+    changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v and k not in resumable)
+    if changed:
+        raise UnmaskError(f"{path}: --resume with different training settings {changed}")
+    if cfg.steps < state["step"]:
+        raise UnmaskError(f"{path}: the run is at step {state['step']}, past --steps {cfg.steps}")
+    return state
+
+
+def truncate_log(out: Path, step: int) -> None:
+    """Drop log records past ``step`` (written after the checkpoint a resume starts from)."""
+    path = out / LOG
+    if path.is_file():
+        keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        atomic_write(path, lambda p: Path(p).write_text("".join(k + "\n" for k in keep)))
+
+
+def append_log(out: Path, record: dict) -> None:
+    """Append one record to the run's log."""
+    with open(out / LOG, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def save_checkpoint(out: Path, state: dict) -> None:
+    """Write the resumable state atomically."""
+    atomic_write(out / CHECKPOINT, lambda p: torch.save(state, p))
