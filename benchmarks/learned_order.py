@@ -21,6 +21,8 @@ import torch
 
 from unmask.eval import evaluate, markdown_table, shown_path
 from unmask.model import load_model
+from unmask.order.net import OrderConfig, OrderNet
+from unmask.order.policy import LearnedOrder
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy, policy_spec
 from unmask.tasks import get_task
@@ -47,6 +49,7 @@ def main() -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=BUDGETS)
     p.add_argument("--adaptive", nargs="*", default=ADAPTIVE, help="adaptive policy specs")
     p.add_argument("--batch-size", type=int, default=200)
+    p.add_argument("--untrained", action="store_true", help="also the order network at its initialisation (what training adds)")
     p.add_argument("--out", type=Path, required=True, help="folder for learned_order.{json,md,png}")
     args = p.parse_args()
     if args.n < 1:
@@ -62,13 +65,17 @@ def main() -> None:
         if not eq:
             p.error(f"--sets takes NAME=FILE, got {item!r}")
         sets[name] = task.read(path)[: args.n]
-    runs = [(build_policy(name, model, args.model, budget=t), t) for t in args.budgets for name in FIXED]
-    runs += [(build_policy(spec, model, args.model), None) for spec in args.adaptive]
+    runs = [(build_policy(name, model, args.model, budget=t), t, None) for t in args.budgets for name in FIXED]
+    if args.untrained:  # what training adds: the same parametrisation at its initialisation (scores = −entropy)
+        trained = build_policy("learned", model, args.model).net.cfg
+        fresh = OrderNet(OrderConfig(trained.d_in, trained.d_hidden, trained.tau, trained.budget)).eval()
+        runs += [(LearnedOrder(steps=t, net=fresh), t, f"learned-untrained:steps={t}") for t in args.budgets]
+    runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     rows = []
     for set_name, examples in sets.items():
-        for policy, budget in runs:
+        for policy, budget, label in runs:
             m = evaluate(task, model, examples, policy, batch_size=args.batch_size)
-            rows.append({"set": set_name, "policy": policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
+            rows.append({"set": set_name, "policy": label or policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
                          "steps range": f"{m['min_nfe']}–{m['max_nfe']}", "accuracy %": round(100 * m["accuracy"], 1),
                          "seconds": m["seconds"]})
             print(rows[-1], flush=True)

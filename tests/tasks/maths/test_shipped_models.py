@@ -30,3 +30,15 @@ def test_three_step_model_needs_its_steps():
     assert seq["mean_nfe"] == 72 and seq["accuracy"] >= 0.9  # measured 24/24
     par = evaluate(MathsTask.for_model(model.cfg), model, problems, parse_policy("top_prob:steps=4"))
     assert par["mean_nfe"] == 4 and par["accuracy"] <= seq["accuracy"] - 0.15  # measured 16/24: chained results break
+
+
+def test_three_step_model_ships_a_learned_order_that_beats_top_prob_at_four_steps():
+    from unmask.policies import build_policy
+
+    problems = standard_sets(ArithConfig(operations=3))["test"][:24]
+    model = load_model(THREE_STEP_MODEL, task="maths")
+    task = MathsTask.for_model(model.cfg)
+    learned = evaluate(task, model, problems, build_policy("learned", model, THREE_STEP_MODEL, budget=4))
+    top = evaluate(task, model, problems, parse_policy("top_prob:steps=4"))
+    assert learned["max_nfe"] <= 4  # never over the budget
+    assert learned["accuracy"] >= 0.9 and learned["accuracy"] >= top["accuracy"] + 0.15  # see the README table
