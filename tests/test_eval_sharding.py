@@ -136,11 +136,11 @@ def test_evaluate_reports_the_documented_keys(make_sudoku_model, spec):
     data = _sudoku_set()
     policy = build_policy(spec, model)
     out = evaluate(SudokuTask(), model, data, policy, batch_size=2)
-    keys = {"n", "accuracy", "mean_nfe", "max_nfe", "seconds", "examples_per_s"}
+    keys = {"n", "accuracy", "mean_nfe", "min_nfe", "max_nfe", "seconds", "examples_per_s"}
     assert set(out) == keys | ({"extra_passes"} if spec == "mi_exact" else set())
     assert out["n"] == 3
     assert 0.0 <= out["accuracy"] <= 1.0
-    assert 1 <= out["mean_nfe"] <= out["max_nfe"] <= 4
+    assert 1 <= out["min_nfe"] <= out["mean_nfe"] <= out["max_nfe"] <= 4
     assert isinstance(out["max_nfe"], int) and out["seconds"] >= 0 and out["examples_per_s"] >= 0
     if spec == "mi_exact":
         assert out["extra_passes"] > out["mean_nfe"]  # ≥ 1 + N·|V| probes per step
