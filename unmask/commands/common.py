@@ -101,15 +101,22 @@ def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: s
     p.set_defaults(trust_remote_code=False, shift_logits=False, dtype="float32")  # unmask models only
 
 
+def renamed_flag(args: argparse.Namespace, old: str, new: str, where: str) -> None:
+    """Move a value given under a flag's old name (dest ``old``) to its new one, with a note."""
+    if getattr(args, old) is None:
+        return
+    flag = "--" + new.replace("_", "-")
+    if getattr(args, new) is not None:
+        raise UnmaskError(f"{where} is the old name of {flag}; give one")
+    deprecated(where, flag)
+    setattr(args, new, getattr(args, old))
+
+
 def settle_eval_args(args: argparse.Namespace) -> None:
     """Resolve what depends on other flags: the old ``--steps``, the batch size of hf: models."""
     from unmask.adapters import HF_PREFIX
 
-    if args.old_budget is not None:
-        if args.budget is not None:
-            raise UnmaskError("--steps is the old name of --budget; give one")
-        deprecated("--steps on eval", "--budget")
-        args.budget = args.old_budget
+    renamed_flag(args, "old_budget", "budget", "--steps on eval")
     if args.batch_size is None:
         args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
                                     from_args, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
-                                    positive_int)
+                                    positive_int, renamed_flag)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.tasks.maths.task import DEFAULT_MODEL
@@ -20,11 +20,7 @@ def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.maths.arith import ArithConfig, generate
     from unmask.tasks.maths.data import STANDARD_SETS, gsm_symbolic, read_problems, standard_sets, write_problems
 
-    if args.old_operations is not None:
-        if args.operations is not None:
-            raise UnmaskError("--steps is the old name of --operations; give one")
-        deprecated("--steps on maths generate", "--operations")
-        args.operations = args.old_operations
+    renamed_flag(args, "old_operations", "operations", "--steps on maths generate")
     _refuse_ignored_flags(args)
     if args.standard and args.exclude:
         raise UnmaskError("--exclude applies to a single set, not to --standard (whose sets exclude each other)")
