@@ -84,11 +84,6 @@ def wrapped():
     return field(metadata={"inner": True})
 
 
-def resource_fields(policy) -> list[dataclasses.Field]:
-    """The resource fields a policy declares."""
-    return [f for f in dataclasses.fields(policy) if "resource" in f.metadata]
-
-
 def needed_resources(policy) -> set[str]:
     """Names of the resources ``policy`` (and any policy it wraps) needs and lacks."""
     names = set()

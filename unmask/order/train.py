@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from unmask import artifacts
-from unmask.dist import average_gradients, rank_world
+from unmask.dist import all_gather, average_gradients, rank_world
 from unmask.errors import UnmaskError
 from unmask.model import resolve_device, save_model
 from unmask.optim import warmup_cosine
@@ -174,8 +174,6 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
 
 def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int) -> None:
     """Everything needed to resume (rank 0 writes every rank's generator)."""
-    from unmask.dist import all_gather
-
     gens = all_gather(gen.get_state())
     if rank == 0:
         state = {"prior": prior.state_dict(), "posterior": posterior.state_dict(), "optimizer": opt.state_dict(),
