@@ -43,6 +43,8 @@ class TokenRule:
     def __post_init__(self) -> None:
         if not self.temperature >= 0:  # also refuses NaN
             raise UnmaskError(f"temperature must be >= 0, got {self.temperature}")
+        if 0 < self.temperature < torch.finfo(torch.float32).tiny:  # rounds to 0 or a subnormal in float32
+            raise UnmaskError(f"temperature {self.temperature:g} is below float32's range; use 0 for argmax")
 
     def choose(self, state: DecodeState) -> torch.Tensor:
         """``(B, L)`` a value for every masked position (other positions keep their token)."""
@@ -50,7 +52,9 @@ class TokenRule:
             return state.logits.argmax(-1)
         # Inverse-CDF sampling with one batch-invariant uniform per position, over masked rows only:
         # memory stays O(masked · V) even for a 100k-token vocabulary.
-        probs = torch.softmax(state.logits[state.masked].float() / self.temperature, dim=-1)  # (K, V)
+        logits = state.logits[state.masked].float()  # (K, V)
+        logits = logits - logits.amax(-1, keepdim=True)  # the best value is 0, so a tiny temperature gives -inf, never NaN
+        probs = torch.softmax(logits / self.temperature, dim=-1)  # (K, V)
         cdf = probs.cumsum(-1)  # (K, V)
         u = state.uniform(TOKEN_SALT)[state.masked]  # (K,)
         picked = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(1)  # first cdf > u
