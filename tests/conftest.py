@@ -2,6 +2,7 @@
 
 Factories rather than objects where tests need several variants: ``make_model(seq_len, vocab, seed)``,
 ``make_joint(seq_len, vocab, seed, alpha)``, ``make_sudoku_model()``, ``masked_batch(b, n, vocab, seed)``,
+``sudoku_files`` (a saved small Sudoku model and a puzzle file),
 ``empirical_tv(oracle, spec, n)``.
 """
 
@@ -80,6 +81,19 @@ def make_joint():
 @pytest.fixture
 def make_sudoku_model():
     return _small_sudoku_model
+
+
+@pytest.fixture
+def sudoku_files(tmp_path):
+    """``(model_dir, puzzles)``: the small random Sudoku model saved, and 6 generated puzzles (CLI tests)."""
+    from unmask.cli import main
+    from unmask.model import save_model
+
+    model_dir = tmp_path / "model"
+    save_model(_small_sudoku_model(), model_dir)
+    puzzles = tmp_path / "p.csv"
+    assert main(["sudoku", "generate", "--n", "6", "--seed", "3", "--out", str(puzzles)]) == 0
+    return model_dir, puzzles
 
 
 @pytest.fixture

@@ -9,18 +9,13 @@ import sys
 import pytest
 
 from unmask.cli import main
-from unmask.model import save_model
 from unmask.tasks.sudoku.data import read_puzzles
 from unmask.tasks.sudoku.task import DEFAULT_MODEL as DEFAULT_SUDOKU_MODEL
 
 
 @pytest.fixture
-def files(tmp_path, make_sudoku_model):
-    model_dir = tmp_path / "model"
-    save_model(make_sudoku_model(), model_dir)
-    puzzles = tmp_path / "p.csv"
-    assert main(["sudoku", "generate", "--n", "6", "--seed", "3", "--out", str(puzzles)]) == 0
-    return model_dir, puzzles
+def files(sudoku_files):
+    return sudoku_files
 
 
 def test_generate_writes_a_readable_set(files):

@@ -145,4 +145,4 @@ def test_evaluate_reports_the_documented_keys(make_sudoku_model, spec):
     if spec == "mi_exact":
         assert out["extra_passes"] > out["mean_nfe"]  # ≥ 1 + N·|V| probes per step
     shown = evaluate(SudokuTask(), model, data, policy, show=2)
-    assert len(shown["examples"]) == 2 and set(shown["examples"][0]) == {"puzzle", "output"}
+    assert len(shown["examples"]) == 2 and set(shown["examples"][0]) == {"puzzle", "output", "correct", "nfe"}

@@ -103,6 +103,9 @@ def test_refuses_bad_directories(tmp_path, make_sudoku_model):
 def test_config_validation():
     with pytest.raises(UnmaskError, match="divisible"):
         ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=30, n_heads=4)
+    for dropout in (2.0, -0.5, 1.0, float("nan")):  # torch's ValueError (a traceback) otherwise, at the first forward
+        with pytest.raises(UnmaskError, match="dropout must be in"):
+            ModelConfig(vocab_size=4, mask_id=4, seq_len=8, dropout=dropout)
     model = TransformerDenoiser(ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=16, n_heads=2))
     with pytest.raises(UnmaskError, match="length 8"):
         model(torch.zeros(1, 9, dtype=torch.long))

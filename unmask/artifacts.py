@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask.io import atomic_write, make_dir
 
 FORMAT_VERSION = 1  # bump when a saved layout changes
 
@@ -50,10 +50,7 @@ def save(directory: str | os.PathLike, kind: Kind, tensors: dict[str, torch.Tens
     """
     from safetensors.torch import save_file
 
-    d = Path(directory)
-    if d.exists() and not d.is_dir():
-        raise UnmaskError(f"{d}: exists and is not a folder")
-    d.mkdir(parents=True, exist_ok=True)
+    d = make_dir(directory)
     state = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     meta = {"format_version": FORMAT_VERSION, "kind": kind.name, "config": dataclasses.asdict(config), **(extra or {})}
     atomic_write(d / kind.weights, lambda p: save_file(state, p))
@@ -122,3 +119,12 @@ def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     import shutil
 
     atomic_write(dst, lambda p: shutil.copyfile(src, p))
+
+
+def copy_model(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Copy a model's files from directory ``src`` into ``dst`` (nothing if they are the same folder),
+    so that heads saved into ``dst`` sit beside the model they were trained for."""
+    if Path(dst).exists() and Path(dst).resolve() == Path(src).resolve():
+        return
+    for name in (MODEL.meta, MODEL.weights):
+        copy_file(Path(src) / name, Path(dst) / name)

@@ -72,7 +72,10 @@ def evaluate(
     progress: bool = False,
     show: int = 0,
 ) -> dict:
-    """Decode every example of ``task``; accuracy, NFE, extra passes and speed (and ``show`` examples)."""
+    """Decode every example of ``task``; accuracy, NFE, extra passes and speed.
+
+    ``show``: also list the first ``show`` examples as decoded (the task's fields plus ``correct`` and
+    ``nfe``) under ``"examples"``."""
     run = decode_all(denoiser, task.encode(examples), policy, rule, batch_size, seed, progress, task.unit)
     correct = task.score(run.result.tokens, examples)
     nfe = run.result.nfe.double()
@@ -89,7 +92,8 @@ def evaluate(
     if run.result.extra_passes.any():  # passes a policy spent itself, reported apart from NFE
         out["extra_passes"] = float(run.result.extra_passes.double().mean())
     if show:
-        out["examples"] = task.show(run.result.tokens, examples, show)
+        shown = task.show(run.result.tokens, examples, show)
+        out["examples"] = [{**ex, "correct": bool(ok), "nfe": int(k)} for ex, ok, k in zip(shown, correct, run.result.nfe)]
     return out
 
 

@@ -1,4 +1,9 @@
-"""Atomic file writes: readers (and a killed job's resume) never see half a file."""
+"""Files in and out, with one-line errors: UTF-8 text read, folders made, atomic writes.
+
+Readers and the killed job's resume never see half a file; a path the user got wrong (a folder
+where a file goes, a file where a folder goes, a place that cannot be written, bytes that are not
+UTF-8) is an :class:`UnmaskError` naming the path, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,60 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from unmask.errors import UnmaskError
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of ``path`` (a leading byte-order mark dropped)."""
+    path = Path(path)
+    if path.is_dir():
+        raise UnmaskError(f"{path}: is a folder, not a file")
+    if not path.is_file():
+        raise UnmaskError(f"{path}: no such file")
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnmaskError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
+    except OSError as e:
+        raise UnmaskError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+def make_dir(path: str | os.PathLike) -> Path:
+    """``path`` as a folder, made with its parents if missing; refuses a file of that name."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UnmaskError(f"{path}: exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UnmaskError(f"{path}: cannot make the folder ({e.strerror or e})") from None
+    return path
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise UnmaskError(f"{path}: is a folder; give a file name")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UnmaskError(f"{parent}: exists and is not a folder")
+            break
+    return path
+
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it over ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    Parent folders are made; a folder at ``path`` or a place that cannot be written is an
+    :class:`UnmaskError`."""
+    path = check_output_file(path)
+    make_dir(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise UnmaskError(f"{path}: cannot write it ({e.strerror or e})") from None
     os.close(fd)
     try:
         write(tmp)
@@ -20,6 +73,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; models and datasets are meant to be shared
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise UnmaskError(f"{path}: cannot write it ({e.strerror or e})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

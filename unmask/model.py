@@ -44,6 +44,8 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if min(self.vocab_size, self.seq_len, self.d_model, self.n_layers, self.n_heads, self.d_ff) < 1:
             raise UnmaskError("vocab_size, seq_len, d_model, n_layers, n_heads and d_ff must be >= 1")
+        if not 0.0 <= self.dropout < 1.0:  # also refuses NaN
+            raise UnmaskError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.prompt_len < self.seq_len:
             raise UnmaskError(f"prompt_len must be in [0, seq_len), got {self.prompt_len}")
         if self.d_model % self.n_heads:

@@ -70,8 +70,6 @@ def save_png(fig, out: str | os.PathLike) -> None:
     plt = pyplot()
     try:
         atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
-    except OSError as e:
-        raise UnmaskError(f"{out}: cannot write the figure ({e.strerror or e})") from None
     finally:
         plt.close(fig)
 

@@ -14,24 +14,41 @@ from pathlib import Path
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask.io import atomic_write, make_dir
 
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
 
 
-def start_or_resume(out: Path, cfg, resume: bool, resumable: tuple[str, ...]) -> dict | None:
+def start_or_resume(out: Path, cfg, resume: bool, resumable: tuple[str, ...], source: dict | None = None) -> dict | None:
     """The checkpoint to resume from (None for a fresh run), after checking it may be resumed.
 
     ``resumable``: the config fields a resumed run may change (e.g. more steps, another device).
+    ``source``: what identifies the run's inputs (e.g. the training file's hash); a resumed run must
+    have the same values (the trainer stores them in its checkpoint as ``state["source"]``).
     """
     path = out / CHECKPOINT
     if not resume:
         if path.exists():
             raise UnmaskError(f"{out} already holds a run; pass --resume or choose another --out")
-        if out.exists() and not out.is_dir():
-            raise UnmaskError(f"{out}: exists and is not a folder")
+        make_dir(out)  # refuses a file of that name before any work
         return None
+    state = read_checkpoint(out)
+    changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v and k not in resumable)
+    if changed:
+        raise UnmaskError(f"{path}: --resume with different training settings {changed}")
+    stored = state.get("source", {})  # checkpoints written before sources were recorded have none
+    moved = sorted(k for k, v in (source or {}).items() if k in stored and stored[k] != v)
+    if moved:
+        raise UnmaskError(f"{path}: --resume with different inputs {moved} than the run started with")
+    if cfg.steps < state["step"]:
+        raise UnmaskError(f"{path}: the run is at step {state['step']}, past --steps {cfg.steps}")
+    return state
+
+
+def read_checkpoint(out: Path) -> dict:
+    """The resumable state in run directory ``out`` (one-line errors for a missing or broken file)."""
+    path = Path(out) / CHECKPOINT
     if not path.is_file():
         raise UnmaskError(f"{path}: nothing to resume")
     try:
@@ -40,11 +57,6 @@ def start_or_resume(out: Path, cfg, resume: bool, resumable: tuple[str, ...]) ->
         raise UnmaskError(f"{path}: unreadable checkpoint ({type(e).__name__}); start afresh or restore it") from None
     if not isinstance(state, dict) or "train_config" not in state or "step" not in state:
         raise UnmaskError(f"{path}: not a checkpoint of this trainer")
-    changed = sorted(k for k, v in asdict(cfg).items() if state["train_config"].get(k) != v and k not in resumable)
-    if changed:
-        raise UnmaskError(f"{path}: --resume with different training settings {changed}")
-    if cfg.steps < state["step"]:
-        raise UnmaskError(f"{path}: the run is at step {state['step']}, past --steps {cfg.steps}")
     return state
 
 
@@ -60,6 +72,13 @@ def append_log(out: Path, record: dict) -> None:
     """Append one record to the run's log."""
     with open(out / LOG, "a") as f:
         f.write(json.dumps(record) + "\n")
+
+
+def file_digest(path: str | Path) -> str:
+    """A short SHA-256 of a file's bytes (identifies a run's training data)."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def save_checkpoint(out: Path, state: dict) -> None:

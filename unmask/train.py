@@ -62,6 +62,8 @@ class TrainConfig:
             raise UnmaskError("steps, batch_size, eval_every and ckpt_every must be >= 1")
         if not (self.lr > 0 and self.weight_decay >= 0 and self.grad_clip > 0 and self.warmup >= 0):
             raise UnmaskError("need lr > 0, weight_decay >= 0, grad_clip > 0, warmup >= 0")
+        if not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise UnmaskError(f"need 0 <= min_lr_ratio <= 1, got {self.min_lr_ratio}")
         if not 0.0 <= self.suffix_prob <= 1.0:
             raise UnmaskError(f"need 0 <= suffix_prob <= 1, got {self.suffix_prob}")
         if self.suffix_prob and self.elbo_weight:
@@ -139,11 +141,13 @@ def train(
     model_cfg: ModelConfig | None = None,
     resume: bool = False,
     progress: bool = True,
+    source: dict | None = None,
 ) -> TransformerDenoiser:
     """Train ``task``'s model into run directory ``out``; returns the trained model.
 
     ``out`` receives ``checkpoint.pt`` (resumable), ``log.jsonl`` (validation curve) and
-    ``model/`` (the latest exported safetensors model).
+    ``model/`` (the latest exported safetensors model). ``source`` identifies the training data
+    (e.g. ``{"data_sha256": ...}``): a resumed run refuses other data.
     """
     rank, world = rank_world()
     device = resolve_device(cfg.device)
@@ -151,7 +155,7 @@ def train(
     if not os.environ.get("OMP_NUM_THREADS"):  # an explicit thread count (e.g. beside another job) wins
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     torch.manual_seed(cfg.seed)
-    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES)
+    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES, source)
     if state is not None:
         model_cfg = ModelConfig(**state["model_config"])
         if rank == 0:
@@ -166,8 +170,6 @@ def train(
         gen.set_state(state["generators"][rank])
         step, elapsed = state["step"], state["elapsed"]
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc=f"train {task.name}")
     start = time.time() - elapsed
     while step < cfg.steps:
@@ -185,7 +187,7 @@ def train(
         if step % cfg.eval_every == 0 or step == cfg.steps:
             _validate(task, model, out, step, time.time() - start, loss.item(), cfg.device, rank, world)
         if step % cfg.ckpt_every == 0 or step == cfg.steps:
-            _checkpoint(model, opt, gen, cfg, out, step, time.time() - start, rank, world)
+            _checkpoint(model, opt, gen, cfg, out, step, time.time() - start, rank, world, source)
     bar.close()
     return model.eval()
 
@@ -205,7 +207,8 @@ def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, de
         dist.barrier()
 
 
-def _checkpoint(model, opt, gen, cfg: TrainConfig, out: Path, step: int, elapsed: float, rank: int, world: int) -> None:
+def _checkpoint(model, opt, gen, cfg: TrainConfig, out: Path, step: int, elapsed: float, rank: int, world: int,
+                source: dict | None) -> None:
     """Write everything needed to resume, atomically (rank 0 writes every rank's generator)."""
     gens = [gen.get_state()]
     if world > 1:
@@ -220,6 +223,7 @@ def _checkpoint(model, opt, gen, cfg: TrainConfig, out: Path, step: int, elapsed
             "elapsed": elapsed,
             "train_config": asdict(cfg),
             "model_config": asdict(model.cfg),
+            "source": source or {},
         }
         save_checkpoint(out, state)
     if world > 1:

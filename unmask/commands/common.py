@@ -87,6 +87,7 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     p.add_argument("--seed", type=int, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", metavar="JSONL", help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
     hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
     hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
@@ -156,6 +157,34 @@ def check_policy(args: argparse.Namespace, block: int | None = None):
     settle_eval_args(args)
     policy = build_policy(args.policy, budget=args.budget, resolve=False)
     return SemiAR(policy, block) if block else policy
+
+
+def train_inputs(args: argparse.Namespace, model_flags: list[str], fresh_config):
+    """``(model_cfg, source)`` of ``<task> train``: a fresh run's shape comes from the model flags over
+    ``fresh_config()``, a resumed run's from its checkpoint (model flags are refused, not ignored);
+    ``source`` identifies ``--data`` so that a resumed run refuses another file."""
+    from unmask.model import ModelConfig
+    from unmask.runs import file_digest, read_checkpoint
+
+    source = {"data_sha256": file_digest(args.data)}
+    if not args.resume:
+        return from_args(ModelConfig, args, fresh_config()), source
+    given = ["--" + f.replace("_", "-") for f in model_flags if getattr(args, f, None) is not None]
+    if given:
+        raise UnmaskError(f"{', '.join(given)}: a resumed run keeps the model shape of its checkpoint; leave them out")
+    return ModelConfig(**read_checkpoint(args.out)["model_config"]), source
+
+
+def write_outputs(args: argparse.Namespace, examples: list[dict]) -> None:
+    """Write the decoded examples to ``--out`` (JSON lines, atomically), if it was given."""
+    import json
+    from pathlib import Path
+
+    from unmask.io import atomic_write
+
+    if args.out:
+        text = "".join(json.dumps(ex) + "\n" for ex in examples)
+        atomic_write(args.out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def json_record(args: argparse.Namespace, policy_spec: str, metrics: dict) -> dict:

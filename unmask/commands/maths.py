@@ -6,14 +6,19 @@ import argparse
 import dataclasses
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
                                     from_args, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
-                                    positive_int, renamed_flag)
+                                    positive_int, renamed_flag, train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
+from unmask.io import check_output_file
 from unmask.tasks.maths.task import DEFAULT_MODEL
+
+PROMPT_LEN, ANSWER_LEN = 144, 48  # default layout of a fresh `maths train` run
+MODEL_FLAGS = ["prompt_len", "answer_len", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "rope"]  # shape flags of `maths train`
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -26,6 +31,8 @@ def _generate(args: argparse.Namespace) -> None:
         raise UnmaskError("--exclude applies to a single set, not to --standard (whose sets exclude each other)")
     if not args.standard and not args.out:
         raise UnmaskError("--out FILE is required" + ("" if args.kind == "gsm" else " unless --standard is given"))
+    if args.out and not args.standard:
+        check_output_file(args.out)  # before the generation
     seen = {p.question for path in args.exclude or [] for p in read_problems(path)}
     n, seed = args.n or 1000, args.seed or 0  # the flags default to None so that a given one can be told apart
     if not args.standard:
@@ -67,6 +74,8 @@ def _eval(args: argparse.Namespace) -> None:
 
     hf = args.model.startswith(HF_PREFIX)
     check_policy(args, args.block if hf else None)  # before a model load that may take minutes
+    if args.out:
+        check_output_file(args.out)
     if hf:
         return _eval_hf(args)
     if args.gen_length is not None or args.block is not None:
@@ -83,10 +92,12 @@ def _eval(args: argparse.Namespace) -> None:
     problems = problems_or_standard(args.problems, "test", (task.prompt_len, task.answer_len))[:limit]
     policy = policy_from_args(args, loaded)
     m = evaluate(task, loaded.denoiser, problems, policy, TokenRule(args.temperature), args.batch_size, args.seed,
-                 progress=not args.json, show=3)
+                 progress=not args.json, show=len(problems) if args.out else 3)
     m = {**json_record(args, policy_spec(policy), m), "problems": str(args.problems or "standard test split")}
     if not is_main():
         return
+    write_outputs(args, m["examples"])
+    m["examples"] = m["examples"][:3]
     if args.json:
         print(json.dumps(m))
     else:
@@ -121,6 +132,8 @@ def _eval_hf(args: argparse.Namespace) -> None:
         m["extra_passes"] = float(gen.extra_passes.double().mean())
     m = {**json_record(args, spec, m), "problems": str(args.problems)}
     if is_main():
+        write_outputs(args, [{"question": p.question, "output": t, "target": p.answer, "correct": ok, "nfe": int(k)}
+                             for p, t, ok, k in zip(problems, gen.texts, correct, gen.nfe)])
         print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
 
 
@@ -157,16 +170,16 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from unmask.model import ModelConfig
     from unmask.tasks.maths.data import read_problems
     from unmask.tasks.maths.task import MathsTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
-    model_cfg = from_args(ModelConfig, args, default_model_config(args.prompt_len, args.answer_len))
     problems = read_problems(args.data)
+    fresh = partial(default_model_config, args.prompt_len or PROMPT_LEN, args.answer_len or ANSWER_LEN)
+    model_cfg, source = train_inputs(args, MODEL_FLAGS, fresh)
     val = read_problems(args.val)[: args.val_n] if args.val else []
-    train(MathsTraining(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume)
+    train(MathsTraining(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
 
 
 def add_parser(sub) -> None:
@@ -229,8 +242,8 @@ def add_train_parser(sub, name: str = "maths") -> None:
     t.add_argument("--val-n", type=positive_int, default=200)
     t.add_argument("--out", required=True, help="run directory")
     t.add_argument("--resume", action="store_true")
-    t.add_argument("--prompt-len", type=int, default=144, help="question positions (left-padded)")
-    t.add_argument("--answer-len", type=int, default=48, help="answer region positions (EOS-padded)")
+    t.add_argument("--prompt-len", type=positive_int, help=f"question positions, left-padded (default: {PROMPT_LEN})")
+    t.add_argument("--answer-len", type=positive_int, help=f"answer region positions, EOS-padded (default: {ANSWER_LEN})")
     add_dataclass_args(t, TrainConfig)
-    add_dataclass_args(t, ModelConfig, ["d_model", "n_layers", "n_heads", "d_ff", "dropout", "rope"])
+    add_dataclass_args(t, ModelConfig, [f for f in MODEL_FLAGS if f not in ("prompt_len", "answer_len")])
     t.set_defaults(run=_train)

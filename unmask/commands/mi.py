@@ -13,6 +13,7 @@ import torch
 
 from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, positive_int
 from unmask.errors import UnmaskError
+from unmask.io import check_output_file
 
 
 def _task_and_model(args: argparse.Namespace):
@@ -40,6 +41,7 @@ def _data(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
+    from unmask.artifacts import MI_HEAD, copy_model
     from unmask.mi.data import load_mi_data
     from unmask.mi.estimator import save_head
     from unmask.mi.fit import HeadTrainConfig, fit_head, head_cost
@@ -51,8 +53,11 @@ def _train(args: argparse.Namespace) -> None:
     head, metrics = fit_head(model, data, cfg)
     metrics |= head_cost(model, head, data["tokens"][:250].long())
     metrics["denoiser_parameters"] = model.num_parameters()
-    save_head(head, args.out or args.model, {"metrics": metrics, "data": str(args.data)})
+    out = Path(args.out or Path("runs") / f"mi-head-{args.task}")  # a default never writes a shipped model's folder
+    copy_model(args.model, out)
+    save_head(head, out, {"metrics": metrics, "data": str(args.data), "base_model": str(args.model)})
     print(json.dumps(metrics, indent=1))
+    print(f"saved {out / MI_HEAD.weights} beside a copy of the model: decode with --model {out} --policy mi", file=sys.stderr)
 
 
 def _map(args: argparse.Namespace) -> None:
@@ -61,8 +66,9 @@ def _map(args: argparse.Namespace) -> None:
     from unmask.mi.maps import structure_score
     from unmask.plots import plot_mi_map
 
-    if not args.eps >= 0:
-        raise UnmaskError(f"--eps must be >= 0, got {args.eps}")
+    if not 0 <= args.eps < 1:  # also refuses NaN
+        raise UnmaskError(f"--eps must be in [0, 1), got {args.eps}")
+    out = check_output_file(args.out)
     task, model = _task_and_model(args)
     examples = task.read(args.examples)
     tokens = task.encode(examples)  # (N, L)
@@ -84,7 +90,6 @@ def _map(args: argparse.Namespace) -> None:
     related = task.related_pairs()
     if related is not None:
         scores = {name: structure_score(mi[None], pairs, related) for name, mi in maps.items()}
-    out = Path(args.out)
     plot_mi_map(task.board(tokens[0]), {k: v.numpy() for k, v in maps.items()}, position, out)
     print(json.dumps({"out": str(out), "structure": scores}))
 
@@ -116,7 +121,8 @@ def add_parser(sub) -> None:
                       formatter_class=HelpFormatter)
     common(t)
     t.add_argument("--data", required=True, help="shard directory from `unmask mi data`")
-    t.add_argument("--out", help="where to save mi_head.* (default: beside the base model)")
+    t.add_argument("--out", help="folder for mi_head.* beside a copy of the base model (default: runs/mi-head-TASK; "
+                   "give the model's own folder to save the head there)")
     add_dataclass_args(t, HeadTrainConfig)
     t.set_defaults(run=_train)
 

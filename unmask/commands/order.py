@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, positive_int
 
 
 def _train_order(args: argparse.Namespace) -> None:
     from unmask.eval import evaluate
-    from unmask.model import load_model
+    from unmask.model import WEIGHTS_FILE, load_model
     from unmask.order.train import OrderTrainConfig, train_order
+    from unmask.runs import file_digest
     from unmask.tasks import get_task
 
     cfg = from_args(OrderTrainConfig, args)
@@ -25,7 +27,9 @@ def _train_order(args: argparse.Namespace) -> None:
         m = evaluate(task, model, val, policy, batch_size=args.val_batch_size, seed=args.val_seed)
         return {"acc": round(m["accuracy"], 4), "mean_nfe": round(m["mean_nfe"], 3), "max_nfe": m["max_nfe"]}
 
-    train_order(model, args.model, starts, cleans, cfg, args.out, validate if val is not None else None, resume=args.resume)
+    source = {"data_sha256": file_digest(args.data), "model_sha256": file_digest(Path(args.model) / WEIGHTS_FILE)}
+    train_order(model, args.model, starts, cleans, cfg, args.out, validate if val is not None else None,
+                resume=args.resume, source=source)
     print(f"order policy: {args.out}/model (use --model {args.out}/model --policy learned)", file=sys.stderr)
 
 

@@ -8,10 +8,14 @@ import sys
 from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args,
-                                    json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int)
+                                    json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int,
+                                    train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
+from unmask.io import check_output_file
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
+
+MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `sudoku train` takes from flags
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -25,6 +29,7 @@ def _generate(args: argparse.Namespace) -> None:
         return
     if not args.out:
         raise UnmaskError("--out FILE is required unless --standard is given")
+    check_output_file(args.out)  # before minutes of generation
     write_puzzles(args.out, generate(args.kind, args.n, args.seed, args.workers))
 
 
@@ -36,15 +41,19 @@ def _eval(args: argparse.Namespace) -> None:
 
     task = SudokuTask()
     rule = TokenRule(args.temperature)
+    if args.out:
+        check_output_file(args.out)
     check_policy(args)
     data = task.read(args.puzzles)
     loaded = load_for_eval(args, task.name)
     task.check_model(loaded.denoiser)
     policy = policy_from_args(args, loaded)
-    m = evaluate(task, loaded.denoiser, data, policy, rule, args.batch_size, args.seed, progress=not args.json)
+    m = evaluate(task, loaded.denoiser, data, policy, rule, args.batch_size, args.seed, progress=not args.json,
+                 show=len(data) if args.out else 0)
     m = {**json_record(args, policy_spec(policy), m), "puzzles": str(args.puzzles)}
     if not is_main():
         return
+    write_outputs(args, m.pop("examples", []))
     if args.json:
         print(json.dumps(m))
     else:
@@ -71,14 +80,13 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from unmask.model import ModelConfig
     from unmask.tasks.sudoku.data import SudokuSet, read_puzzles
     from unmask.tasks.sudoku.task import SudokuTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
-    model_cfg = from_args(ModelConfig, args, default_model_config())
     train_set = read_puzzles(args.data)
+    model_cfg, source = train_inputs(args, MODEL_FLAGS, default_model_config)
     if train_set.solutions is None:
         raise UnmaskError(f"{args.data}: training needs a solutions column")
     val = {}
@@ -86,7 +94,7 @@ def _train(args: argparse.Namespace) -> None:
         data = read_puzzles(path)
         sol = None if data.solutions is None else data.solutions[: args.val_n]
         val[Path(path).stem] = SudokuSet(data.quizzes[: args.val_n], sol)
-    train(SudokuTraining(train_set.solutions, val), cfg, args.out, model_cfg, resume=args.resume)
+    train(SudokuTraining(train_set.solutions, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
 
 
 def add_parser(sub) -> None:
@@ -133,5 +141,5 @@ def add_train_parser(sub, name: str = "sudoku") -> None:
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_dataclass_args(t, TrainConfig)
-    add_dataclass_args(t, ModelConfig, ["d_model", "n_layers", "n_heads", "d_ff", "dropout"])
+    add_dataclass_args(t, ModelConfig, MODEL_FLAGS)
     t.set_defaults(run=_train)

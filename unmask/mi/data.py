@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from unmask.decode import decode, parse_policy
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask.io import atomic_write, make_dir
 from unmask.mi.exact import exact_mi
 
 
@@ -42,6 +42,8 @@ class MIDataConfig:
     def __post_init__(self) -> None:
         if self.states < 1 or self.shard_size < 1 or self.rows < 0:
             raise UnmaskError("states and shard_size must be positive, rows >= 0")
+        if not 0 <= self.eps < 1:  # also refuses NaN
+            raise UnmaskError(f"eps must be in [0, 1), got {self.eps}")
         parse_policy(self.policy)
 
     @property
@@ -115,8 +117,7 @@ def build_mi_data(
         prompts: ``(N, L)`` starting states (e.g. puzzles) the trajectories start from.
         source: what identifies the model and prompts (e.g. file hashes), kept in the manifest.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dir(out)
     digest = hashlib.sha256(prompts.numpy().tobytes()).hexdigest()[:16]
     _check_manifest(out, {"config": asdict(cfg), "prompts_sha256": digest, **(source or {})})
     todo = [k for k in range(cfg.shards) if not shard_path(out, k).is_file()]

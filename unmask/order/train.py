@@ -74,6 +74,7 @@ def train_order(
     validate: Callable[[LearnedOrder], dict] | None = None,
     resume: bool = False,
     progress: bool = True,
+    source: dict | None = None,
 ) -> OrderNet:
     """Train P_ψ (and Q_φ) for ``denoiser`` (loaded from ``model_dir``) into run directory ``out``.
 
@@ -81,6 +82,8 @@ def train_order(
         starts: ``(N, L)`` prompts (mask id where the model generates); cleans: ``(N, L)`` their x_0.
         validate: scores the current ``learned`` policy (e.g. accuracy on held-out examples); every
             rank calls it, as an evaluator sharded over ranks needs.
+        source: what identifies the inputs (e.g. hashes of the data file and the base model); a
+            resumed run refuses others.
     Returns the trained order policy P_ψ.
     """
     if starts.shape != cleans.shape:
@@ -88,7 +91,7 @@ def train_order(
     rank, world = rank_world()
     out = Path(out)
     device = resolve_device(cfg.device)
-    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES)
+    state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES, source)
     torch.manual_seed(cfg.seed)
     d_in = denoiser(starts[:1].to(denoiser.device)).hidden.shape[-1]
     prior = OrderNet(OrderConfig(d_in, cfg.d_hidden, cfg.tau, cfg.budget)).to(device)
@@ -111,8 +114,6 @@ def train_order(
         step, elapsed = state["step"], state["elapsed"]
         if rank == 0:
             truncate_log(out, step)
-    if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
     params = [p for g in groups for p in g["params"]]
     sums: dict[str, float] = {}
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc="train order", unit="step")
@@ -142,7 +143,7 @@ def train_order(
             _validate(prior, posterior, denoiser, model_dir, cfg, out, step, time.time() - start, sums, validate, rank)
             sums = {}
         if step % cfg.ckpt_every == 0 or step == cfg.steps:
-            _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world)
+            _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world, source)
     bar.close()
     return prior.eval()
 
@@ -164,20 +165,19 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
     if cfg.finetune:
         save_model(denoiser, export, {"order_train": record, "base_model": str(model_dir)})
     else:
-        for kind_file in (artifacts.MODEL.meta, artifacts.MODEL.weights):
-            src = Path(model_dir) / kind_file
-            artifacts.copy_file(src, export / kind_file)
+        artifacts.copy_model(model_dir, export)
     save_order_net(prior, export, {"train": record, "base_model": str(model_dir), "train_config": asdict(cfg)})
     append_log(out, record)
     tqdm.write(str(record))
 
 
-def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int) -> None:
+def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int,
+                source: dict | None) -> None:
     """Everything needed to resume (rank 0 writes every rank's generator)."""
     gens = all_gather(gen.get_state())
     if rank == 0:
         state = {"prior": prior.state_dict(), "posterior": posterior.state_dict(), "optimizer": opt.state_dict(),
-                 "generators": gens, "step": step, "elapsed": elapsed, "train_config": asdict(cfg)}
+                 "generators": gens, "step": step, "elapsed": elapsed, "train_config": asdict(cfg), "source": source or {}}
         if cfg.finetune:
             state["denoiser"] = denoiser.state_dict()
         save_checkpoint(out, state)

@@ -116,7 +116,7 @@ def test_files_round_trip_and_errors(tmp_path):
         with pytest.raises(UnmaskError, match=msg):
             read_problems(tmp_path / name)
     (tmp_path / "latin1.jsonl").write_bytes('{"question": "caf\u00e9", "answer": "#### 1"}'.encode("latin-1"))
-    with pytest.raises(UnmaskError, match="latin1.jsonl: cannot read it as UTF-8"):
+    with pytest.raises(UnmaskError, match="latin1.jsonl: not UTF-8 text"):
         read_problems(tmp_path / "latin1.jsonl")
 
 
@@ -165,10 +165,17 @@ def test_problems_that_do_not_fit_are_named():
     cfg = default_model_config(prompt_len=144, answer_len=48)
     probs = generate(ArithConfig(), 3, seed=5)
     long = dataclasses.replace(probs[1], question="x" * 145)
-    with pytest.raises(UnmaskError, match=r"^problem 2: question of 145 characters does not fit the model's 144$"):
+    with pytest.raises(UnmaskError, match=r"^problem 2: question of 145 characters does not fit the model's 144;"):
         MathsTask.for_model(cfg).encode([probs[0], long, probs[2]])
+    too_long = [dataclasses.replace(probs[0], solution="1" * 48)]
     with pytest.raises(UnmaskError, match=r"^problem 1: answer of 48 characters"):
-        MathsTask.for_model(cfg).encode([dataclasses.replace(probs[0], solution="1" * 48)], with_answers=True)
+        MathsTask.for_model(cfg).encode(too_long, with_answers=True)
+    # Bug caught: only the question checked when the answer is masked — a 2-step model scored on
+    # 3-step problems (longer worked solutions) got 0 % without a word.
+    with pytest.raises(UnmaskError, match=r"^problem 1: answer of 48 characters .*made for these problems"):
+        MathsTask.for_model(cfg).encode(too_long)
+    fits = MathsTask.for_model(cfg).encode(probs)
+    assert (fits[:, 144:] == TOKENIZER.mask_id).all()  # the answer region is masked, whatever the solution
 
 
 def test_semi_ar_goes_block_by_block():

@@ -304,7 +304,7 @@ def test_read_errors_name_file_and_line(tmp_path):
     header = "quizzes,solutions"
 
     _error(tmp_path / "missing.csv", match="no such file")
-    _error(tmp_path, match="no such file")  # a directory is not a puzzle file
+    _error(tmp_path, match="is a folder, not a file")
 
     _error(write_csv(tmp_path / "h1.csv", ["puzzles,solutions", f"{q[0]},{s[0]}"]), match="header")
     _error(write_csv(tmp_path / "h2.csv", ["quizzes,answers", f"{q[0]},{s[0]}"]), match="header")
@@ -336,6 +336,31 @@ def test_read_errors_name_file_and_line(tmp_path):
     free = [9 * r + c for c in range(9) if QUIZZES[1][9 * r + c] == 0]
     broken[free[0]], broken[free[1]] = broken[free[1]], broken[free[0]]
     _error(write_csv(tmp_path / "invalid.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{grid_str(broken)}"]), line=3, match="solution")
+
+
+def test_read_accepts_a_utf8_byte_order_mark(tmp_path):
+    # Bug caught: a BOM (Excel's "CSV UTF-8") left on the header, so a valid file is refused.
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + f"quizzes,solutions\n{grid_str(QUIZZES[0])},{grid_str(SOLUTIONS[0])}\n".encode())
+    data = read_puzzles(path)
+    assert np.array_equal(data.quizzes[0], QUIZZES[0]) and np.array_equal(data.solutions[0], SOLUTIONS[0])
+
+
+def test_read_refuses_binary_and_non_utf8_in_one_line(tmp_path):
+    # Bug caught: UnicodeDecodeError escaping as a traceback for a binary or Latin-1 file.
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert "not UTF-8 text" in _error(binary)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("quizzes\n\xe9t\xe9\n".encode("latin-1"))
+    assert "not UTF-8 text (byte 0xe9 at offset 8)" in _error(latin)
+
+
+def test_read_refuses_a_huge_field_in_one_line(tmp_path):
+    # Bug caught: the csv module's "field larger than field limit" escaping as a traceback.
+    path = tmp_path / "huge.csv"
+    path.write_text("quizzes,solutions\n" + "1" * 200_000 + ",2\n")
+    assert "huge.csv:2: not a puzzle CSV (field larger than field limit" in _error(path)
 
 
 def test_clash_line_number_after_blank_line(tmp_path):

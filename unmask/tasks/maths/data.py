@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask.io import atomic_write, read_text
 from unmask.tasks.maths.answer import extract_answer
 from unmask.tasks.maths.arith import ArithConfig, Problem, generate
 
@@ -36,13 +36,8 @@ def write_problems(path: str | os.PathLike, problems: list[Problem]) -> None:
 def read_problems(path: str | os.PathLike) -> list[Problem]:
     """Read GSM8K-style JSONL; UnmaskError naming the file and line for any problem."""
     path = Path(path)
-    if not path.is_file():
-        raise UnmaskError(f"{path}: no such file")
+    content = read_text(path)
     out = []
-    try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UnmaskError(f"{path}: cannot read it as UTF-8 text ({e.__class__.__name__})") from None
     for line, text in enumerate(content.splitlines(), start=1):
         if not text.strip():
             continue

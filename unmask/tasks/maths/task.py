@@ -64,13 +64,19 @@ class MathsTask:
                               f"{TOKENIZER.mask_id}; this one has {denoiser.vocab_size} tokens and mask id {denoiser.mask_id}")
 
     def encode(self, problems: list[Problem], with_answers: bool = False) -> torch.Tensor:
-        """``(N, L)`` ids: questions left-padded, then the answer (with EOS) or a masked answer region."""
+        """``(N, L)`` ids: questions left-padded, then the answer (with EOS) or a masked answer region.
+
+        A worked solution that does not fit the answer region is refused even when it is masked: a
+        model for shorter problems would score 0 % on them without a word."""
         rows = []
         for k, p in enumerate(problems):
             try:
-                rows.append(TOKENIZER.encode_pair(p.question, p.solution if with_answers else None, self.prompt_len, self.answer_len))
+                row = TOKENIZER.encode_pair(p.question, p.solution or None, self.prompt_len, self.answer_len)
             except UnmaskError as e:
-                raise UnmaskError(f"problem {k + 1}: {e}") from None
+                raise UnmaskError(f"problem {k + 1}: {e}; is the model made for these problems?") from None
+            if not with_answers:
+                row[self.prompt_len :] = TOKENIZER.mask_id
+            rows.append(row)
         return torch.stack(rows)
 
     def targets(self, problems: list[Problem]) -> torch.Tensor:

@@ -10,6 +10,7 @@ the :data:`VOCAB_SIZE` (9) digit tokens only.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write
+from unmask.io import atomic_write, read_text
 from unmask.tasks.sudoku.grid import BOX, COL, ROW, UNITS
 
 VOCAB_SIZE = 9  # digits 1..9 as tokens 0..8
@@ -91,27 +92,27 @@ def score(grids: np.ndarray, data: SudokuSet) -> np.ndarray:
 def read_puzzles(path: str | os.PathLike) -> SudokuSet:
     """Read a ``quizzes[,solutions]`` CSV; UnmaskError naming the file and line for any problem."""
     path = Path(path)
-    if not path.is_file():
-        raise UnmaskError(f"{path}: no such file")
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     quizzes, solutions, lines = [], [], []
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
+    try:
         header = [h.strip() for h in next(reader, [])]
         if not header or header[0] != "quizzes" or header[1:] not in ([], ["solutions"]):
-            raise UnmaskError(f"{path}: header must be 'quizzes' or 'quizzes,solutions', got {','.join(header)!r}")
+            raise UnmaskError(f"{path}: header must be 'quizzes' or 'quizzes,solutions', got {','.join(header)[:100]!r}")
         has_sol = len(header) == 2
-        for line, row in enumerate(reader, start=2):
+        for row in reader:
             if not row:
                 continue
             if len(row) != len(header):
-                raise UnmaskError(f"{path}:{line}: expected {len(header)} fields, got {len(row)}")
-            lines.append(line)
+                raise UnmaskError(f"{path}:{reader.line_num}: expected {len(header)} fields, got {len(row)}")
+            lines.append(reader.line_num)
             try:
                 quizzes.append(parse_grid(row[0]))
                 if has_sol:
                     solutions.append(parse_grid(row[1], allow_blanks=False))
             except UnmaskError as e:
-                raise UnmaskError(f"{path}:{line}: {e}") from None
+                raise UnmaskError(f"{path}:{reader.line_num}: {e}") from None
+    except csv.Error as e:  # e.g. a field over the csv module's 128 kB limit
+        raise UnmaskError(f"{path}:{reader.line_num}: not a puzzle CSV ({e})") from None
     if not quizzes:
         raise UnmaskError(f"{path}: no puzzles")
     data = SudokuSet(np.stack(quizzes), np.stack(solutions) if has_sol else None)
