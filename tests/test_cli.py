@@ -80,8 +80,8 @@ def test_bad_files_exit_2(files, tmp_path, capsys):
 @pytest.mark.parametrize("argv,message", [
     (["sudoku", "eval", "--puzzles", "x.csv", "--batch-size", "0"], "--batch-size: must be >= 1"),
     (["sudoku", "demo", "--n", "-3"], "--n: must be >= 1"),
-    (["sudoku", "train", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),
-    (["train", "sudoku", "--data", "x", "--out", "y", "--steps", "zero"], "invalid int value"),  # the old spelling
+    (["sudoku", "train", "--data", "x", "--out", "y", "--steps", "zero"], "invalid integer value"),
+    (["train", "sudoku", "--data", "x", "--out", "y", "--steps", "zero"], "invalid integer value"),  # the old spelling
     (["sudoku", "eval", "--puzzles", "x.csv", "--budget", "0"], "--budget: must be >= 1"),
     (["bogus"], "invalid choice: 'bogus'"),
 ])

@@ -26,7 +26,10 @@ def files(sudoku_files):
 
 def refused(capsys, argv: list[str], message: str) -> None:
     """``argv`` exits with 2 and exactly one stderr line (besides progress bars and notes), containing ``message``."""
-    code = main([str(a) for a in argv])
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
     err = capsys.readouterr().err
     assert code == 2, err
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("unmask: note:") and "%|" not in line]
@@ -145,6 +148,18 @@ def test_temperature_below_float32(files, capsys):
     # Failure: --temperature 1e-45 gave NaN probabilities and 0 % accuracy without a word.
     model_dir, puzzles = files
     refused(capsys, ["sudoku", "eval", "--puzzles", puzzles, "--model", model_dir, "--temperature", "1e-45"], "below float32")
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--seed", str(10**20)], "out of range"),
+    (["--budget", str(2**31)], "out of range"),
+    (["--policy", f"topk:k={10**20}"], "is not a valid int"),
+    (["--policy", f"random:steps={2**40}"], "is not a valid int"),
+])
+def test_integers_beyond_int64_arithmetic(files, capsys, extra, message):
+    # Failure: OverflowError tracebacks from torch when a seed, budget or spec count exceeds int64 sums.
+    model_dir, puzzles = files
+    refused(capsys, ["sudoku", "eval", "--puzzles", puzzles, "--model", model_dir, *extra], message)
 
 
 @pytest.mark.parametrize("eps", ["nan", "-1", "inf"])

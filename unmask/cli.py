@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     except UnmaskError as e:
         print(f"unmask: error: {e}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as e:  # a batch or model too large for this machine is the user's to shrink
+        if not isinstance(e, MemoryError) and "allocate" not in str(e) and "out of memory" not in str(e):
+            raise
+        print(f"unmask: error: out of memory ({type(e).__name__}); try a smaller --batch-size or model", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("unmask: interrupted", file=sys.stderr)
         return 130

@@ -13,9 +13,20 @@ import typing
 from unmask.errors import UnmaskError
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+INT_LIMIT = 2**31  # integers a flag accepts lie in (-INT_LIMIT, INT_LIMIT): counts, seeds and sizes beyond overflow torch's int64 arithmetic
+
+
+def integer(text: str) -> int:
+    """argparse type: an integer of magnitude below :data:`INT_LIMIT`."""
     value = int(text)
+    if abs(value) >= INT_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (|value| < 2**31)")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (below :data:`INT_LIMIT`)."""
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -66,7 +77,8 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, only: list[st
         if hints[f.name] is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(flag, type=hints[f.name], default=None, metavar=f.name.upper(), help=text)
+            kind = integer if hints[f.name] is int else hints[f.name]
+            parser.add_argument(flag, type=kind, default=None, metavar=f.name.upper(), help=text)
 
 
 def from_args(cls: type, args: argparse.Namespace, base=None):
@@ -84,7 +96,7 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     p.add_argument("--temperature", type=float, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
     p.add_argument("--batch-size", type=positive_int, help=f"sequences per forward pass (default: {batch_size}; 8 for hf: models)")
     p.set_defaults(default_batch_size=batch_size)
-    p.add_argument("--seed", type=int, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
+    p.add_argument("--seed", type=integer, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", metavar="JSONL", help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")

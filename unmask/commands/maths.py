@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
-                                    from_args, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
+                                    from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
                                     positive_int, renamed_flag, train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
@@ -191,13 +191,13 @@ def add_parser(sub) -> None:
     g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
     g.add_argument("--n", type=positive_int, help="problems (default 1000)")
-    g.add_argument("--seed", type=int, help="default 0")
+    g.add_argument("--seed", type=integer, help="default 0")
     g.add_argument("--split", choices=["train", "test"], help="gsm: templates of the train or the test split (default test)")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
     g.add_argument("--exclude", action="append", metavar="JSONL", help="drop questions that appear in this file (repeatable), e.g. a test split")
     add_dataclass_args(g, ArithConfig)
-    g.add_argument("--steps", dest="old_operations", type=int, help=argparse.SUPPRESS)  # old name of --operations
+    g.add_argument("--steps", dest="old_operations", type=integer, help=argparse.SUPPRESS)  # old name of --operations
     g.set_defaults(run=_generate)
 
     add_train_parser(ms, "train")
@@ -216,7 +216,7 @@ def add_parser(sub) -> None:
     dm = ms.add_parser("demo", help="fresh problems, fixed budgets and adaptive policies, one table", formatter_class=HelpFormatter,
                        epilog=policy_epilog())
     dm.add_argument("--n", type=positive_int, default=100, help="fresh problems")
-    dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh problems (not a standard split's)")
+    dm.add_argument("--seed", type=integer, default=2026, help="seed of the fresh problems (not a standard split's)")
     dm.add_argument("--operations", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
     add_demo_args(dm, DEFAULT_MODEL, "IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones")
     dm.set_defaults(run=_demo)

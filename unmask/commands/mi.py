@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, positive_int
+from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, integer, positive_int
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 
@@ -131,7 +131,7 @@ def add_parser(sub) -> None:
     common(m)
     m.add_argument("--examples", "--puzzle", "--problems", dest="examples", required=True,
                    help="the task's file (Sudoku: a CSV or one 81-character grid; maths: a JSONL)")
-    m.add_argument("--index", type=int, default=0, help="example number in the file")
+    m.add_argument("--index", type=integer, default=0, help="example number in the file")
     m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); default: the first masked one")
     m.add_argument("--exact", action="store_true", help="also compute the exact MI (1 + N·|V| passes)")
     m.add_argument("--eps", type=float, default=1e-3, help="exact MI: skip values with P < eps")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args,
-                                    json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int,
+                                    integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int,
                                     train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
@@ -106,7 +106,7 @@ def add_parser(sub) -> None:
     g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle", help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
     g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=integer, default=0)
     g.add_argument("--out", help="CSV file (with --standard: a folder, default data/sudoku)")
     g.add_argument("--standard", action="store_true", help="write the project's train/val/test sets")
     g.add_argument("--workers", type=positive_int, default=1, help="processes (the output does not depend on it)")
@@ -124,7 +124,7 @@ def add_parser(sub) -> None:
     dm = ss.add_parser("demo", help="fresh puzzles, every baseline policy, one table (forward passes vs accuracy)",
                        formatter_class=HelpFormatter, epilog=policy_epilog())
     dm.add_argument("--n", type=positive_int, default=100, help="puzzles of each kind (kaggle-density and hard)")
-    dm.add_argument("--seed", type=int, default=2026, help="seed of the fresh puzzles")
+    dm.add_argument("--seed", type=integer, default=2026, help="seed of the fresh puzzles")
     add_demo_args(dm, DEFAULT_MODEL, "one of each baseline")
     dm.set_defaults(run=_demo)
 

@@ -34,6 +34,8 @@ def _convert(cls: type, key: str, text: str):
         value = hint(text)
         if value != value:  # NaN would silently disable every comparison a policy makes
             raise ValueError(text)
+        if hint is int and abs(value) >= 2**31:  # counts beyond overflow torch's int64 arithmetic
+            raise ValueError(text)
         return value
     except ValueError:
         raise UnmaskError(f"policy {cls.spec_name}: {key}={text!r} is not a valid {hint.__name__}") from None
