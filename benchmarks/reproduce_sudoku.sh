@@ -24,8 +24,16 @@ python benchmarks/sudoku_policies.py
 unmask mi data --task sudoku --model unmask/models/sudoku --examples data/sudoku/train.csv --out data/mi/sudoku \
     --states 1200 --shard-size 100 --workers 2
 unmask mi train --task sudoku --model unmask/models/sudoku --data data/mi/sudoku --steps 2000
+#    How negative the exact MI gets and what the head charges, on 1,200 states made the same way
+#    (from the first 2,000 training puzzles; about 12 minutes on one thread).
+[ -f data/sudoku/train-2k.csv ] || unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
+python benchmarks/sudoku_mi_stats.py
 
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
 python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \
     --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out benchmarks/results/tuning
 python benchmarks/sudoku_mi.py --gammas 0.01 0.03 0.1 --lams 2
+#    (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
+
+# 6. Every README table against its results file.
+python benchmarks/check_readme.py

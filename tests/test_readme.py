@@ -1,0 +1,94 @@
+"""The README's result tables against the committed results files (benchmarks/check_readme.py): no model runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("check_readme", ROOT / "benchmarks" / "check_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+check_readme = _load()
+
+
+def _readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def test_every_marked_readme_table_matches_its_results_file():
+    # Bug caught: a README table edited by hand (or a results file regenerated) so that the two disagree,
+    # or a new results table added without a marker naming its file.
+    errors = check_readme.check(_readme())
+    assert not errors, "README tables disagree with their results files:\n" + "\n".join(errors)
+
+
+def test_the_readme_marks_its_result_tables():
+    # Bug caught: the markers dropped, leaving the check above with nothing to check.
+    marked = [t for t in check_readme.tables(_readme()) if t.marker and not t.marker.startswith("none")]
+    assert len(marked) >= 10
+
+
+def _plant(old: str, new: str) -> list[str]:
+    text = _readme()
+    assert text.count(old) == 1, f"planting needs {old!r} exactly once in the README"
+    return check_readme.check(text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    "old, new, table, cell",
+    [
+        # rows mode, the whole file table: one accuracy changed
+        ("| test-kaggle | sequential:metric=entropy | 48 | 94.8 | 136 |", "| test-kaggle | sequential:metric=entropy | 48 | 94.9 | 136 |",
+         "set | policy | mean_nfe | accuracy % | seconds", "accuracy %"),
+        # rows mode, a subset of the file: one NFE changed
+        ("| test-hard | mi:gamma=0.1,lam=2.0 | 31.6 |", "| test-hard | mi:gamma=0.1,lam=2.0 | 13.6 |",
+         "set | policy | mean_nfe | accuracy % | extra_passes", "mean_nfe"),
+        # pivot mode: one policy × budget cell changed
+        ("| Top-Prob (`top_prob`) | 57.5 |", "| Top-Prob (`top_prob`) | 58.5 |", "policy | T = 4 | T = 5 | T = 10 | T = 15 | T = 72", "T = 4"),
+        # numbers mode (JSON source): one metric changed
+        ("| 94,640 | 0.0109 | 0.69 | 0.49 |", "| 94,640 | 0.0109 | 0.69 | 0.47 |", "held-out pairs | MSE", "Spearman"),
+    ],
+    ids=["rows", "subset", "pivot", "numbers"],
+)
+def test_the_check_catches_a_planted_mismatch(old, new, table, cell):
+    # Bug caught: a checker that passes whatever the README says.
+    errors = _plant(old, new)
+    assert errors, "a planted mismatch went unnoticed"
+    assert any(table in e and f"'{cell}'" in e for e in errors), "\n".join(errors)
+
+
+def test_the_check_catches_a_dropped_row_and_an_unmarked_table():
+    text = _readme()
+    row = "| test-hard | threshold:tau=0.7 | 6.77 | 1.1 | 20.1 |\n"
+    assert text.count(row) == 1
+    errors = check_readme.check(text.replace(row, ""))
+    assert any("21 rows" in e and "has 22" in e for e in errors), "\n".join(errors)
+    assert any("threshold:tau=0.7 | 6.77 | 1.1 | 20.1' is missing" in e for e in errors), "\n".join(errors)
+    marker = "<!-- results: benchmarks/results/sudoku_policies.md -->\n"
+    errors = check_readme.check(text.replace(marker, ""))
+    assert any("no '<!-- results: FILE -->' marker" in e and "accuracy % | seconds" in e for e in errors), "\n".join(errors)
+
+
+def test_the_check_on_a_small_readme(tmp_path):
+    # Markdown and JSON sources, numbers compared at the README's precision, a missing file reported.
+    (tmp_path / "r.md").write_text("| set | acc |\n|---|---|\n| a | 69 |\n| b | 0.0109 |\n")
+    (tmp_path / "r.json").write_text('{"m": {"spearman": 0.49142, "cost": 0.02075, "pairs": 94640}}\n')
+    good = ("<!-- results: r.md -->\n| set | acc |\n|---|---|\n| a | 69.0 |\n| b | 0.0109 |\n\n"
+            "<!-- results: r.json numbers scale=100 -->\n\n| pairs | rho | cost |\n|---|---|---|\n| 94,640 | 0.49 | 2.1 % |\n")
+    assert check_readme.check(good, tmp_path) == []
+    assert check_readme.check(good.replace("| a | 69.0 |", "| a | 69.1 |"), tmp_path)
+    assert check_readme.check(good.replace("0.49 |", "0.50 |"), tmp_path)
+    missing = check_readme.check(good.replace("r.json", "gone.json"), tmp_path)
+    assert any("gone.json does not exist" in e for e in missing)
