@@ -12,7 +12,7 @@ import argparse
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from unmask.commands import maths, mi, sudoku
+from unmask.commands import maths, mi, proteins, sudoku
 from unmask.commands.common import deprecated
 from unmask.errors import UnmaskError
 
@@ -36,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``unmask`` argument parser."""
     p = Parser(prog="unmask", description="Parallel decoding of masked diffusion models.")
     p.add_argument("--version", action="version", version=f"unmask {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{sudoku,maths,mi}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{sudoku,maths,proteins,mi}")
     sudoku.add_parser(sub)
     maths.add_parser(sub)
+    proteins.add_parser(sub)
     mi.add_parser(sub)
     train = sub.add_parser("train", help=argparse.SUPPRESS)  # old spelling: unmask train <task>
     tsub = train.add_subparsers(dest="task", required=True)

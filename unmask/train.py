@@ -117,7 +117,9 @@ def mdm_loss(model, x0, maskable, cfg: TrainConfig, gen: torch.Generator) -> tor
     x0, xt, masked, t = (a.to(device, non_blocking=True) for a in (x0, xt, masked, t))
     with torch.autocast(x0.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
         logits = model(xt)[0]  # (B, L, V)
-    nll = F.cross_entropy(logits.float().transpose(1, 2), x0, reduction="none")  # (B, L)
+    # Only masked positions are scored; the others may hold input-only ids (e.g. a protein's EOS).
+    target = x0.masked_fill(~masked, -100)  # -100: cross_entropy's ignore_index, a 0 loss
+    nll = F.cross_entropy(logits.float().transpose(1, 2), target, reduction="none")  # (B, L)
     per_seq = (nll * masked).sum(1) / masked.sum(1).clamp_min(1)
     if cfg.elbo_weight:
         per_seq = per_seq * masked.sum(1) / (t * maskable.sum(1))  # Σ nll / (t · L): the NELBO's 1/t

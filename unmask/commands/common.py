@@ -87,8 +87,9 @@ def from_args(cls: type, args: argparse.Namespace, base=None):
     return dataclasses.replace(base, **given) if base is not None else cls(**given)
 
 
-def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, policy: str = "sequential") -> None:
-    """The flags of every command that decodes with a model."""
+def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, policy: str = "sequential",
+                  outputs: bool = True) -> None:
+    """The flags of every command that decodes with a model (``outputs``: also ``--out JSONL``)."""
     p.add_argument("--model", default=str(default_model), help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
     p.add_argument("--policy", default=policy, metavar="SPEC", help="decoding policy (listed below)")
     p.add_argument("--budget", type=positive_int, help="passes per sequence for a fixed-budget policy (random, top_prob, margin)")
@@ -99,7 +100,8 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     p.add_argument("--seed", type=integer, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--out", metavar="JSONL", help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
+    if outputs:
+        p.add_argument("--out", metavar="JSONL", help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
     hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
     hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")

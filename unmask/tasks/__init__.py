@@ -23,7 +23,13 @@ def _maths(cfg):
     return MathsTask() if cfg is None else MathsTask.for_model(cfg)
 
 
-TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths}  # name → factory(model config or None)
+def _proteins(cfg):
+    from unmask.tasks.proteins.task import ProteinTask
+
+    return ProteinTask() if cfg is None else ProteinTask.for_model(cfg)
+
+
+TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths, "proteins": _proteins}  # name → factory(model config or None)
 
 
 def get_task(name: str, cfg=None):

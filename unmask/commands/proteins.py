@@ -1,0 +1,153 @@
+"""``unmask proteins data|train|generate|eval``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, load_for_eval,
+                                    policy_epilog, policy_from_args, positive_int, settle_eval_args, train_inputs)
+from unmask.errors import UnmaskError
+from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
+
+MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `proteins train` takes from flags
+
+
+def _data(args: argparse.Namespace) -> None:
+    from unmask.tasks.proteins.uniprot import DataConfig, build_uniprot_data
+
+    manifest = build_uniprot_data(args.out, from_args(DataConfig, args))
+    print(json.dumps(manifest["splits"]), file=sys.stderr)
+
+
+def _train(args: argparse.Namespace) -> None:
+    from unmask.tasks.proteins.task import ProteinTask, ProteinTraining, default_model_config
+    from unmask.train import TrainConfig, train
+
+    cfg = from_args(TrainConfig, args)
+    task = ProteinTask(args.max_len or MAX_LEN)
+    records = task.read(args.data)
+    model_cfg, source = train_inputs(args, MODEL_FLAGS, lambda: default_model_config(task.max_len))
+    val = task.read(args.val)[: args.val_n] if args.val else []
+    train(ProteinTraining(records, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
+
+
+def parse_lengths(text: str) -> tuple[int, int]:
+    """``--length LO:HI`` (or one number) as ``(lo, hi)``."""
+    lo, _, hi = text.partition(":")
+    try:
+        bounds = int(lo), int(hi or lo)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO:HI residues, got {text!r}") from None
+    if not 1 <= bounds[0] <= bounds[1] <= 10_000:
+        raise argparse.ArgumentTypeError(f"need 1 <= LO <= HI, got {text!r}")
+    return bounds
+
+
+def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: int) -> list[int]:
+    """``n`` lengths in ``bounds``: drawn from the reference set's lengths there, else uniformly."""
+    import random
+
+    rng = random.Random(seed)
+    if reference is None:
+        return [rng.randint(*bounds) for _ in range(n)]
+    pool = [len(r.sequence) for r in reference if bounds[0] <= len(r.sequence) <= bounds[1]]
+    if not pool:
+        raise UnmaskError(f"no reference sequence has a length in {bounds[0]}:{bounds[1]}")
+    return [rng.choice(pool) for _ in range(n)]
+
+
+def _generate(args: argparse.Namespace) -> None:
+    from unmask.decode import TokenRule, policy_spec
+    from unmask.eval import decode_all
+    from unmask.io import check_output_file
+    from unmask.tasks.proteins.fasta import Record, write_fasta
+    from unmask.tasks.proteins.task import ProteinTask, decode_residues, length_prompts
+
+    settle_eval_args(args)
+    check_output_file(args.out)
+    rule = TokenRule(args.temperature)
+    check_policy(args)
+    loaded = load_for_eval(args, "proteins")
+    task = ProteinTask.for_model(loaded.denoiser.cfg)
+    task.check_model(loaded.denoiser)
+    if args.length[1] > task.max_len:
+        raise UnmaskError(f"--length {args.length[0]}:{args.length[1]}: the model holds {task.max_len} residues")
+    reference = task.read(args.reference) if args.reference else None
+    lengths = draw_lengths(args.n, args.length, reference, args.seed)
+    policy = policy_from_args(args, loaded)
+    run = decode_all(loaded.denoiser, length_prompts(lengths, task.max_len), policy, rule, args.batch_size, args.seed,
+                     progress=not args.json, unit="protein")
+    spec = policy_spec(policy)
+    nfe = run.result.nfe.tolist()
+    records = [Record(f"gen{k} len={len(s)} nfe={n} policy={spec} T={args.temperature} seed={args.seed + k}", s)
+               for k, (s, n) in enumerate(zip(decode_residues(run.result.tokens), nfe))]
+    write_fasta(args.out, records)
+    summary = {"out": args.out, "n": len(records), "policy": spec, "mean_nfe": sum(nfe) / len(nfe), "max_nfe": max(nfe),
+               "temperature": args.temperature, "seed": args.seed, "seconds": round(run.seconds, 2)}
+    print(json.dumps(summary) if args.json else f"{len(records)} proteins by {spec} at mean NFE {summary['mean_nfe']:.2f}: {args.out}")
+
+
+def _eval(args: argparse.Namespace) -> None:
+    from unmask.tasks.proteins.fasta import read_fasta
+    from unmask.tasks.proteins.metrics import compare_sets, nearest_identity
+
+    generated = read_fasta(args.generated)
+    reference = read_fasta(args.reference)
+    seqs = [r.sequence for r in generated]
+    m = {"generated": args.generated, "reference": args.reference, "n": len(seqs), **compare_sets(seqs, [r.sequence for r in reference])}
+    nfe = [float(t.split("=", 1)[1]) for r in generated for t in r.name.split() if t.startswith("nfe=")]
+    if len(nfe) == len(seqs):  # written by `unmask proteins generate`
+        m["mean_nfe"] = sum(nfe) / len(nfe)
+    if args.train:
+        m |= nearest_identity(seqs, read_fasta(args.train))
+    if args.json:
+        print(json.dumps(m))
+    else:
+        print("\n".join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in m.items()))
+
+
+def add_parser(sub) -> None:
+    """``unmask proteins ...``."""
+    from unmask.model import ModelConfig
+    from unmask.tasks.proteins.uniprot import DataConfig
+    from unmask.train import TrainConfig
+
+    proteins = sub.add_parser("proteins", help="protein sequences: UniProt data, train, generate, judge by JSD")
+    ps = proteins.add_subparsers(dest="action", required=True, metavar="{data,train,generate,eval}")
+    d = ps.add_parser("data", formatter_class=HelpFormatter,
+                      help="UniProt train/val/test FASTA from Debian metastudent-data (needs ncbi-blast+ and mmseqs2)")
+    d.add_argument("--out", default="data/proteins", help="folder for train.fasta, val.fasta, test.fasta, manifest.json")
+    add_dataclass_args(d, DataConfig)
+    d.set_defaults(run=_data)
+
+    t = ps.add_parser("train", help="train the protein MDM (residues masked, length given)", formatter_class=HelpFormatter)
+    t.add_argument("--data", required=True, help="training FASTA")
+    t.add_argument("--val", help="validation FASTA, scored by masked-residue perplexity")
+    t.add_argument("--val-n", type=positive_int, default=500, help="validation sequences to score")
+    t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--max-len", type=positive_int, help=f"positions of a fresh model (default: {MAX_LEN})")
+    add_dataclass_args(t, TrainConfig)
+    add_dataclass_args(t, ModelConfig, MODEL_FLAGS)
+    t.set_defaults(run=_train)
+
+    g = ps.add_parser("generate", help="generate proteins of given lengths with a decoding policy (FASTA out)",
+                      formatter_class=HelpFormatter, epilog=policy_epilog())
+    g.add_argument("--n", type=positive_int, default=500, help="proteins to generate")
+    g.add_argument("--length", type=parse_lengths, default=(50, 100), metavar="LO:HI", help="residues per protein (default: 50:100)")
+    g.add_argument("--reference", default=str(DEFAULT_REFERENCE),
+                   help="FASTA whose lengths (within --length) are drawn from; '' for uniform lengths")
+    g.add_argument("--out", required=True, help="FASTA file of the generated proteins (names carry length, NFE, policy, seed)")
+    add_eval_args(g, DEFAULT_MODEL, batch_size=250, outputs=False)
+    g.set_defaults(temperature=1.0)
+    g.set_defaults(run=_generate)
+
+    e = ps.add_parser("eval", help="JSD of residue and dipeptide frequencies vs a reference, distinct share, NFE, "
+                      "nearest-neighbour identity to the training set", formatter_class=HelpFormatter)
+    e.add_argument("--generated", required=True, help="FASTA from `unmask proteins generate`")
+    e.add_argument("--reference", default=str(DEFAULT_REFERENCE), help="FASTA of real proteins")
+    e.add_argument("--train", help="training FASTA: report each generated protein's best mmseqs2 identity to it")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.set_defaults(run=_eval)
