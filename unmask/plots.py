@@ -83,8 +83,10 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
-    """Mean NFE (log x) vs accuracy, one marker per row, grouped by ``row['set']`` and policy name."""
+def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "accuracy %",
+                ylabel: str = "exact-match accuracy %") -> None:
+    """Mean NFE (log x) vs ``row[y]`` (accuracy by default), one marker per row, grouped by
+    ``row['set']`` and policy name."""
     plt = pyplot()
     sets = sorted({r["set"] for r in rows})
     fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
@@ -95,11 +97,11 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str) -> None:
                 by_name.setdefault(r["policy"].split(":")[0], []).append(r)
         for name, rs in by_name.items():
             rs = sorted(rs, key=lambda r: r["mean_nfe"])
-            ax.plot([r["mean_nfe"] for r in rs], [r["accuracy %"] for r in rs], "o-", label=name)
+            ax.plot([r["mean_nfe"] for r in rs], [r[y] for r in rs], "o-", label=name)
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis)
         ax.set_xlabel("mean NFE (forward passes per sequence)")
-        ax.set_ylabel("exact-match accuracy %")
+        ax.set_ylabel(ylabel)
         ax.set_title(f"{title}: {s}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
