@@ -194,6 +194,16 @@ def test_mi_map_inputs(world, data, cell, index, eps):
     run(argv + ([] if cell is None else [f"--cell={cell}"]), world, output=world / "inputs")
 
 
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(["--generated", "--reference"]))
+def test_protein_eval_files(world, data, which):
+    valid = b">p1 a protein\nMKVLAAGICLLWSS\nPQRT\n>p2\nACDEFGHIKLMNPQRSTVWY\n"
+    good = put(world, "good.fasta", valid)
+    bad = put(world, "bad.fasta", data.draw(mutated(valid)))
+    other = "--reference" if which == "--generated" else "--generated"
+    run(["proteins", "eval", which, bad, other, good, "--json"], world, output=world / "inputs")
+
+
 @settings(FUZZ, max_examples=10)
 @given(data=st.data(), task=st.sampled_from(["sudoku", "maths"]))
 def test_train_data_files(world, data, task):
