@@ -149,6 +149,98 @@ def test_masking_and_schedule():
     assert lr_at(100, cfg) == pytest.approx(cfg.lr * cfg.min_lr_ratio)
 
 
+@pytest.mark.parametrize("suffix_prob", [0.0, 0.3])
+def test_masking_draws_only_from_its_generator(suffix_prob):
+    # Bugs caught: a draw taken from the global RNG instead of ``gen`` (a resumed run would mask
+    # differently), one uniform per position shared by every row, or the suffix draws made even at
+    # suffix_prob = 0 (which would shift every later draw of an old run's stream).
+    b, n = 6, 5
+    cfg = TrainConfig(suffix_prob=suffix_prob)
+    x0 = torch.zeros(b, n, dtype=torch.long)
+    gen = torch.Generator().manual_seed(4)
+    torch.manual_seed(0)
+    first = mask_batch(x0, torch.ones_like(x0, dtype=torch.bool), 7, cfg, gen)[1]
+    ref = torch.Generator().manual_seed(4)
+    for shape in [(b,), (b, n)] + ([(b,), (b,)] if suffix_prob else []):  # t, u (+ cut, use)
+        torch.rand(shape, generator=ref)
+    assert torch.equal(gen.get_state(), ref.get_state())
+    torch.manual_seed(1)  # another global seed changes nothing
+    again = mask_batch(x0, torch.ones_like(x0, dtype=torch.bool), 7, cfg, torch.Generator().manual_seed(4))[1]
+    assert torch.equal(first, again)
+
+
+def test_masking_guarantees_one_maskable_position_and_keeps_uniform_masks_under_suffixes():
+    # Bugs caught: the guaranteed mask picked among the unmaskable positions (or AND-ed away), so a
+    # tiny t leaves rows with nothing to learn; suffix masking replacing the uniform mask (=) instead
+    # of adding to it (|=).
+    x0 = torch.zeros(3000, 20, dtype=torch.long)
+    maskable = torch.ones_like(x0, dtype=torch.bool)
+    maskable[:, :5] = False
+    tiny = TrainConfig(mask_min=0.0, mask_max=1e-6)
+    masked = mask_batch(x0, maskable, 7, tiny, torch.Generator().manual_seed(0))[1]
+    assert (masked.sum(1) == 1).all() and not masked[:, :5].any()
+    every = TrainConfig(mask_min=0.49, mask_max=0.5, suffix_prob=1.0)  # a suffix in every row
+    masked = mask_batch(x0, maskable, 7, every, torch.Generator().manual_seed(0))[1]
+    # Position 5 (the first maskable) is under the suffix only when the cut is 0 (1 in 15), else it
+    # keeps its uniform mask (t ≈ 0.495): P ≈ 0.495 + 0.505 / 15.
+    assert masked[:, 5].float().mean() == pytest.approx(0.495 + 0.505 / 15, abs=0.03)
+
+
+class TableModel(torch.nn.Module):
+    """Logits from a fixed (L, V) table whatever the input: a loss whose every term is known."""
+
+    mask_id = 4
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.tensor([[2.0, 0.0, -1.0, 0.5], [0.0, 1.0, 0.0, 0.0], [-1.0, -1.0, 3.0, 0.0]]))
+        self.proj = torch.nn.Linear(4, 4)  # a matmul, so that bf16 autocast changes the logits
+        with torch.no_grad():
+            self.proj.weight.copy_(torch.eye(4) + 0.01 * torch.arange(16.0).view(4, 4))
+
+    def forward(self, xt):
+        return self.proj(self.table).expand(xt.shape[0], -1, -1), None
+
+
+@pytest.mark.parametrize("elbo", [False, True])
+def test_mdm_loss_value_on_a_hand_made_case(elbo):
+    # Bugs caught: the MDLM 1/t weight dropped from the NELBO (or applied without elbo_weight); the
+    # per-sequence mean taken over all positions instead of the masked ones, or the NELBO divided
+    # by L instead of the maskable count; the batch summed instead of averaged.
+    x0 = torch.tensor([[0, 1, 2], [3, 1, 0], [2, 2, 2], [1, 0, 3]])
+    maskable = torch.tensor([[True, True, True], [True, True, False], [False, True, True], [True, True, True]])
+    cfg = TrainConfig(bf16=False, mask_min=0.2, mask_max=0.9, elbo_weight=elbo)
+    model = TableModel()
+    _, masked, t = mask_batch(x0, maskable, 4, cfg, torch.Generator().manual_seed(3))  # the draws mdm_loss will see
+    got = mdm_loss(model, x0, maskable, cfg, torch.Generator().manual_seed(3)).item()
+    with torch.no_grad():
+        logp = torch.log_softmax(model.proj(model.table).double(), -1)  # float32, no autocast
+    want = 0.0
+    for b in range(4):
+        nll = [-float(logp[j, x0[b, j]]) for j in range(3) if masked[b, j]]
+        if elbo:  # NELBO: Σ_masked nll / (t · number of maskable positions)
+            want += sum(nll) / (float(t[b]) * int(maskable[b].sum())) / 4
+        else:  # mean over masked positions
+            want += sum(nll) / len(nll) / 4
+    assert len({float(x) for x in t}) == 4 and not torch.equal(masked, maskable)  # t and the masks vary
+    assert got == pytest.approx(want, rel=1e-6)
+
+
+def test_bf16_flag_switches_autocast():
+    # Bug caught: autocast enabled whatever ``bf16`` says (or never): the float32 loss must be exact,
+    # the bf16 one only close.
+    x0, maskable = torch.tensor([[0, 1, 2], [3, 1, 0]]), torch.ones(2, 3, dtype=torch.bool)
+    model = TableModel()
+    loss = {bf16: mdm_loss(model, x0, maskable, TrainConfig(bf16=bf16), torch.Generator().manual_seed(0)).item()
+            for bf16 in (False, True)}
+    xt, masked, t = mask_batch(x0, maskable, 4, TrainConfig(), torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        nll = torch.nn.functional.cross_entropy(model.proj(model.table).expand(2, -1, -1).transpose(1, 2), x0, reduction="none")
+    want = float(((nll * masked).sum(1) / masked.sum(1)).mean())
+    assert loss[False] == pytest.approx(want, rel=1e-6)
+    assert loss[True] != loss[False] and loss[True] == pytest.approx(want, rel=0.05)
+
+
 def test_ddp_two_processes(tmp_path):
     """``torchrun --nproc_per_node 2`` (gloo on CPU) trains and checkpoints both ranks' streams."""
     from unmask.tasks.sudoku.data import write_puzzles

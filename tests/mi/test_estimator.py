@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
@@ -121,3 +122,171 @@ def test_targets_are_symmetrised_and_consistency_is_a_ceiling(make_model, make_j
     raw = exact_mi(model, toks)
     c = consistency({"tokens": toks, "rows": raw.rows, "mi": raw.raw.float()}, model.mask_id)
     assert c["exact_ij_vs_ji_pearson"] < 0.999  # a random network is not
+
+
+def test_pair_mask_on_a_hand_made_state():
+    # Bugs caught: pair_mask letting in the diagonal, a given position, or a pair neither of whose
+    # rows was computed (any & turned into |), or requiring both rows computed.
+    data = {"tokens": torch.tensor([[4, 4, 0, 4]]), "rows": torch.tensor([[True, False, False, False]])}
+    want = torch.zeros(1, 4, 4, dtype=torch.bool)
+    for i, j in [(0, 1), (1, 0), (0, 3), (3, 0)]:  # masked pairs touching the computed row 0
+        want[0, i, j] = True
+    assert torch.equal(pair_mask(data, 4), want)
+
+
+def test_consistency_on_a_hand_made_state():
+    # Bugs caught: consistency comparing pairs with an uncomputed row, refusing exactly two values,
+    # or reporting under other names. Only (0, 1) has both rows computed: I_01 = 0.3 against I_10 = 0.5.
+    from unmask.mi.fit import consistency
+
+    mi = torch.tensor([[[0.0, 0.3, 0.7], [0.5, 0.0, 0.9], [0.0, 0.0, 0.0]]])
+    data = {"tokens": torch.full((1, 3), 4), "rows": torch.tensor([[True, True, False]]), "mi": mi}
+    assert consistency(data, 4) == {"exact_ij_vs_ji_pearson": pytest.approx(-1.0), "exact_ij_vs_ji_spearman": pytest.approx(-1.0)}
+    data["rows"] = torch.tensor([[True, False, False]])
+    assert consistency(data, 4) == {}  # no pair with both rows: nothing to compare
+
+
+def test_ranks_average_ties_and_pearson_is_pearson():
+    # Bugs caught: tied values not sharing their average rank (Spearman off); the correlation not
+    # centred-and-normalised (e.g. a / b for a · b).
+    from unmask.mi.fit import _pearson, _ranks
+
+    assert _ranks(torch.tensor([3.0, 1.0, 3.0, 2.0], dtype=torch.float64)).tolist() == [2.5, 0.0, 2.5, 1.0]
+    a, b = torch.tensor([1.0, 2.0, 3.0, 5.0]), torch.tensor([2.0, 4.0, 7.0, 8.0])
+    assert _pearson(a, b) == pytest.approx(float(torch.corrcoef(torch.stack([a, b]))[0, 1]), rel=1e-6)
+
+
+def test_topk_recall_on_hand_made_states():
+    # Bugs caught: top-k recall counting each pair twice (both triangles) or skipping pairs (triu(2)),
+    # masking the wrong triangle, a union for the intersection, k' not capped at a state's pair count,
+    # the mean over states a product, or states without pairs not skipped.
+    from unmask.mi.fit import topk_recall
+
+    def sym(v01, v02, v12):
+        return torch.tensor([[0.0, v01, v02], [v01, 0.0, v12], [v02, v12, 0.0]])
+
+    target = torch.stack([sym(0.9, 0.1, 0.5), sym(0.9, 0.1, 0.5), sym(1.0, 1.0, 1.0)])
+    est = torch.stack([sym(0.8, 0.6, 0.1), sym(0.1, 0.6, 0.8), sym(1.0, 1.0, 1.0)])
+    pairs = ~torch.eye(3, dtype=torch.bool).expand(3, 3, 3).clone()
+    pairs[2] = False  # state 2 has no pairs: skipped
+    # State 0: top-2 by target {01, 12}, by estimate {01, 02}: 1 of 2. State 1: {12, 02}: 1 of 2.
+    assert topk_recall(est, target, pairs, 2) == pytest.approx(0.5)
+    assert topk_recall(est, target, pairs, 5) == pytest.approx(1.0)  # k' = 3: every pair
+    assert topk_recall(est[:1], target[:1], pairs[:1], 1) == 1.0 and topk_recall(est[1:2], target[1:2], pairs[1:2], 1) == 0.0
+    assert math.isnan(topk_recall(est[2:], target[2:], pairs[2:], 2))
+
+
+def test_structure_score_on_hand_made_maps():
+    # Bugs caught: the default k not 20, k' capped by a per-row count instead of per-state pairs,
+    # only the single top pair used, MI mass normalised by a floor above 1e-12, chance computed with
+    # a floor of 2 pairs, and states without pairs crashing instead of giving NaN.
+    n = 6
+    off = ~torch.eye(n, dtype=torch.bool)
+    mi = torch.zeros(n, n)
+    mi[off] = torch.arange(30, 0, -1).float() / 100  # 30 distinct values, highest first (0.30 … 0.01)
+    related = torch.zeros(n, n, dtype=torch.bool)
+    idx = off.nonzero()
+    for r in [*range(10), *range(15, 25)]:  # ranks 1-10 and 16-25 are related
+        related[tuple(idx[r])] = True
+    out = structure_score(mi[None], off[None], related)
+    assert out["topk"] == pytest.approx(15 / 20)  # default k = 20
+    assert structure_score(mi[None], off[None], related, k=2)["topk"] == 1.0
+    assert structure_score(mi[None], off[None], ~related & off, k=2)["topk"] == 0.0
+    assert out["mass"] == pytest.approx(float(mi[related].sum() / mi.sum()))  # Σ MI = 4.65, not above a floor
+    assert out["chance"] == pytest.approx(20 / 30)
+    small = structure_score(torch.tensor([[[0.0, 0.2], [0.0, 0.0]]]), torch.tensor([[[False, True], [False, False]]]),
+                            torch.tensor([[False, True], [False, False]]))
+    assert small == {"mass": pytest.approx(1.0), "topk": 1.0, "chance": 1.0}  # one pair: 1 / 1, not 1 / 2
+    none = structure_score(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2, dtype=torch.bool), torch.ones(2, 2, dtype=torch.bool))
+    assert none["mass"] == 0.0 and none["chance"] == 0.0 and math.isnan(none["topk"])
+
+
+def fit_val_states(monkeypatch, model, data, cfg):
+    """Fit for ``cfg`` and return the ids of the held-out states (each state's MI target is its id)."""
+    import unmask.mi.fit as fit
+
+    seen = {}
+    real = fit.evaluate_head
+
+    def spy(head, hidden, target, pairs, k=10):
+        seen["val"] = target[:, 0, 1].round().long().tolist()
+        return real(head, hidden, target, pairs, k)
+
+    monkeypatch.setattr(fit, "evaluate_head", spy)
+    head, metrics = fit.fit_head(model, data, cfg, progress=False)
+    return head, metrics, seen["val"]
+
+
+def test_fit_holds_out_whole_prompts(monkeypatch, make_model):
+    # Bugs caught: the held-out split ignoring the prompt ids (a puzzle decoded twice on both sides),
+    # its hash broken (nearly none or all held out, which falls back to an index split), the fallback
+    # taken whenever anything is held out, training on the held-out states, the head built with other
+    # widths than asked, and the state counts reported wrongly or under other names.
+    model = make_model(seq_len=4)
+    s = 400
+    prompt = torch.arange(s) % 200  # states s and s + 200 come from one prompt
+    mi = torch.arange(s).float()[:, None, None].expand(s, 4, 4).clone()
+    data = {"tokens": torch.full((s, 4), 4), "rows": torch.ones(s, 4, dtype=torch.bool), "mi": mi, "prompt": prompt}
+    cfg = HeadTrainConfig(steps=1, batch_size=4, d_hidden=12, rank=5)
+    head, metrics, val = fit_val_states(monkeypatch, model, data, cfg)
+    held_prompts = {int(prompt[v]) for v in val}
+    assert set(val) == {v for v in range(s) if int(prompt[v]) in held_prompts}  # whole prompts
+    assert 0.05 < len(held_prompts) / 200 < 0.15  # about val_fraction = 0.1 of the prompts
+    assert metrics["val_states"] == len(val) and metrics["train_states"] == s - len(val)
+    assert (head.cfg.d_hidden, head.cfg.rank) == (12, 5)
+
+
+@pytest.mark.parametrize("s, want", [(5, [4]), (30, [27, 28, 29])])
+def test_fit_falls_back_to_the_last_states(monkeypatch, make_model, s, want):
+    # Bugs caught: the fallback split (every state from one prompt: the hash holds out all or none)
+    # off by one, holding out nothing, more than max(1, ⌊S · val_fraction⌋) states, or never taken.
+    model = make_model(seq_len=4)
+    mi = torch.arange(s).float()[:, None, None].expand(s, 4, 4).clone()
+    data = {"tokens": torch.full((s, 4), 4), "rows": torch.ones(s, 4, dtype=torch.bool), "mi": mi,
+            "prompt": torch.zeros(s, dtype=torch.long)}  # prompt 0 hashes to 0 < 100: all held out
+    _, metrics, val = fit_val_states(monkeypatch, model, data, HeadTrainConfig(steps=1, batch_size=4))
+    assert val == want and metrics["train_states"] == s - len(want)
+
+
+def test_head_keeps_its_metrics_and_data_loads_from_one_shard(tmp_path, make_model):
+    # Bugs caught: save_head dropping the ``extra`` metadata (the fit metrics shown by `unmask mi`);
+    # load_mi_data reading keys from a second shard (a one-shard build fails to load), or losing
+    # the message that says how to build missing data.
+    from unmask import artifacts
+
+    save_head(MIHead(HeadConfig(d_in=8, d_hidden=4, rank=2)), tmp_path / "head", {"metrics": {"spearman": 0.5}})
+    assert artifacts.read_meta(tmp_path / "head", artifacts.MI_HEAD)["metrics"] == {"spearman": 0.5}
+    with pytest.raises(UnmaskError, match="no MI data"):
+        load_mi_data(tmp_path / "empty")
+    cfg = MIDataConfig(states=2, shard_size=4, rows=1, policy="topk:k=4", seed=0)
+    build_mi_data(partial(make_model), prompts(), cfg, tmp_path / "one", progress=False)
+    assert load_mi_data(tmp_path / "one")["tokens"].shape == (2, 16)
+
+
+def test_head_forward_is_the_documented_bilinear_form():
+    # Bug caught: the per-rank weights dividing instead of multiplying (invisible at their init of 1).
+    torch.manual_seed(0)
+    head = MIHead(HeadConfig(d_in=6, d_hidden=5, rank=3))
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor([2.0, -1.0, 0.5]))
+    x = torch.randn(2, 4, 6)
+    e = head.mlp(x)
+    want = torch.nn.functional.softplus(torch.einsum("bik,k,bjk->bij", e, head.weight, e) / math.sqrt(3) + head.bias)
+    assert torch.allclose(head(x), want, atol=1e-6)
+
+
+def test_bad_head_files_are_named_in_the_error(tmp_path):
+    # Bug caught: load_head's errors not naming the file at fault (its JSON config or its weights).
+    import json
+
+    save_head(MIHead(HeadConfig(d_in=8, d_hidden=4, rank=2)), tmp_path)
+    meta_path = tmp_path / "mi_head.json"
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["d_in"] = 9  # the weights no longer fit the config
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(UnmaskError, match=r"mi_head\.safetensors: weights do not match"):
+        load_head(tmp_path)
+    meta["config"]["colour"] = 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(UnmaskError, match=r"mi_head\.json: unknown config keys \['colour'\]"):
+        load_head(tmp_path)

@@ -113,3 +113,70 @@ def test_row_subset_and_pass_count(make_model):
     sym = full.symmetric
     assert torch.allclose(sym, sym.transpose(1, 2))
     assert full.asymmetry() > 0  # a real network is not one consistent joint
+
+
+def test_truncation_fills_in_the_skipped_mass():
+    # Bug caught: the ε fill-in removed (the kept values' Σ_v P(v)·H(X_j | v) not divided by their
+    # mass), which still passes the error bound above. When every value of X_0 leaves X_1 with the
+    # same entropy (its conditionals are permutations of one another), the fill-in is exact.
+    p0 = torch.tensor([0.6, 0.395, 0.005], dtype=torch.float64)  # value 2 falls under ε = 0.01
+    cond = torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)
+    joint = torch.stack([p0[v] * cond.roll(v) for v in range(3)])  # (X_0, X_1)
+    oracle = JointDenoiser(joint)
+    tokens = torch.full((1, 2), oracle.mask_id)
+    cut = exact_mi(oracle, tokens, eps=0.01)
+    want = analytic_mi(joint, [2, 2], 2, 0, 1)
+    assert want > 0.1 and float(cut.bound[0, 0]) == pytest.approx(0.005 * math.log(3))  # a real cut
+    assert float(cut.raw[0, 0, 1]) == pytest.approx(want, abs=1e-10)
+    assert cut.passes.tolist() == [1 + 2 + 3]  # X_0's rare value is not probed; all of X_1's are
+
+
+def test_truncated_rows_match_the_fill_in_formula(make_joint):
+    # Bug caught: the same, on a generic joint: row i must equal H(X_j) − Σ_kept P(v)·H(X_j | v) / Σ_kept P(v)
+    # computed straight from the joint table (kept: P(X_i = v) ≥ ε, and always the most likely v).
+    oracle = make_joint(seq_len=3, vocab=3, seed=3, alpha=0.3)  # P(X_1 = 2) = 0.086 < ε: row 1 is cut
+    joint, eps = oracle.joint, 0.1
+    res = exact_mi(oracle, torch.full((1, 3), oracle.mask_id), eps=eps)
+
+    def entropy(q):
+        q = q[q > 0]
+        return float(-(q * q.log()).sum())
+
+    skipped = 0
+    for i, j in itertools.permutations(range(3), 2):
+        pair = joint.sum(dim=tuple(k for k in range(3) if k not in (i, j)))  # (V, V), axes in order (min, max)
+        pair = pair if i < j else pair.T  # (X_i, X_j)
+        pi = pair.sum(1)
+        kept = [v for v in range(3) if pi[v] >= eps or v == int(pi.argmax())]
+        skipped += len(kept) < 3
+        mean_h = sum(float(pi[v]) * entropy(pair[v] / pi[v]) for v in kept) / sum(float(pi[v]) for v in kept)
+        assert float(res.raw[0, i, j]) == pytest.approx(entropy(pair.sum(0)) - mean_h, abs=1e-10), (i, j)
+    assert skipped > 0  # some row really was truncated
+
+
+def test_symmetrise_averages_computed_pairs_and_mirrors_the_rest():
+    # Bugs caught: a pair averaged when only one of its rows was computed (| for &), the average
+    # weighted other than ½, or an uncomputed row filled with −I (or with itself) instead of the mirror.
+    from unmask.mi.exact import symmetrise
+
+    raw = torch.tensor([[[0.0, 1.0, 2.0], [3.0, 0.0, 4.0], [0.0, 0.0, 0.0]]], dtype=torch.float64)
+    rows = torch.tensor([[True, True, False]])  # row 2 not computed: raw[2] is all 0
+    want = torch.tensor([[[0.0, 2.0, 2.0], [2.0, 0.0, 4.0], [2.0, 4.0, 0.0]]], dtype=torch.float64)
+    assert torch.equal(symmetrise(raw, rows), want)
+
+
+def asym(raw: list[list[float]], rows: list[bool]) -> float:
+    from unmask.mi.exact import ExactMI
+
+    n = len(rows)
+    z = torch.zeros(1, n, dtype=torch.float64)
+    return ExactMI(torch.tensor([raw], dtype=torch.float64), torch.tensor([rows]), z, z, torch.ones(1)).asymmetry()
+
+
+def test_asymmetry_on_hand_made_matrices():
+    # Bugs caught: pairs with only one row computed counted (| for &); the diagonal not excluded;
+    # |a| − |b| as the scale, × for ÷; pairs of scale exactly 1e-6 kept; NaN (or 1) with no MI at all.
+    # Pair (0, 1): |1 − 2| / 3 = 1/3; pair (0, 2) has row 2 uncomputed; the diagonal would add 0s.
+    assert asym([[7.0, 1.0, 5.0], [2.0, 9.0, 0.0], [0.0, 0.0, 0.0]], [True, True, False]) == pytest.approx(1 / 3)
+    assert asym([[0.0, 1e-6], [0.0, 0.0]], [True, True]) == 0.0  # scale 1e-6 is below the cut-off
+    assert asym([[0.0, 0.0], [0.0, 0.0]], [True, True]) == 0.0

@@ -8,7 +8,9 @@ import torch
 from unmask.decode import TokenRule, decode
 from unmask.decode.policy import as_selection
 from unmask.decode.state import DecodeState
+from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
+from unmask.mi import exact_mi
 from unmask.mi.policies import mi_greedy
 from unmask.oracle import JointDenoiser
 from unmask.policies import attach, parse_policy
@@ -80,6 +82,84 @@ def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv):
 
 
 def test_mi_needs_its_head(model):
-    with pytest.raises(UnmaskError, match="needs an MI estimator head"):
+    with pytest.raises(UnmaskError, match="^mi: lam > 0 needs an MI estimator head"):
         decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=1"))
     decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=0"))  # λ = 0 needs none
+
+
+class Contrarian:
+    """Confident about every position while all are masked, uniform once any is given: an inconsistent
+    model whose exact MI is negative (fixing X_i *raises* the entropy of X_j)."""
+
+    vocab_size, mask_id, device = 2, 2, torch.device("cpu")
+
+    def __call__(self, tokens):
+        b, n = tokens.shape
+        sure = torch.tensor([4.0, -4.0]).expand(b, n, 2)  # P = 0.9997, H ≈ 0.003 nats
+        logits = torch.where((tokens == self.mask_id).all(1)[:, None, None], sure, torch.zeros(b, n, 2))
+        return DenoiserOutput(logits, torch.zeros(b, n, 1))
+
+
+def test_exact_mi_policy_clamps_negative_mi():
+    # Bug caught: mi_exact without its clamp of negative MI at 0: a negative charge refills the budget,
+    # so a large λ would let in positions whose own entropy does not fit (here more than the first).
+    model = Contrarian()
+    tokens = torch.full((1, 3), model.mask_id)
+    mi = exact_mi(model, tokens).symmetric
+    assert float(mi[0, 0, 1]) < -0.5  # the fixture really is negative: ≈ 0.003 − log 2
+    logits, hidden = model(tokens)
+    state = DecodeState(tokens, tokens == model.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
+    h = float(-(state.probs * state.log_probs).sum(-1)[0, 0])
+    policy = attach(parse_policy(f"mi_exact:gamma={1.5 * h},lam=10,eps=0"), denoiser=model)
+    sel = as_selection(policy.select(state))
+    assert sel.reveal[0].tolist() == [True, False, False]  # 2·H > γ: only the first fits, as with MI = 0
+    assert sel.extra_passes.tolist() == [1 + 3 * 2]
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-9])  # the vectorised prefix and the greedy loop
+def test_a_token_that_exactly_fills_the_budget_is_taken(lam):
+    # Bug caught: the budget test made strict (cost < γ instead of ≤ γ) in either branch. Dyadic
+    # entropies, so the sums are exact: 0.25 + 0.25 = γ.
+    h = torch.tensor([[0.25, 0.25, 0.5]])
+    masked = torch.ones(1, 3, dtype=torch.bool)
+    assert mi_greedy(h, masked, torch.zeros(1, 3, 3), 0.5, lam)[0].tolist() == [True, True, False]
+
+
+def test_lambda_one_still_charges_mi():
+    # Bug caught: a branch keyed on λ = 1 instead of λ = 0 (the prefix shortcut taken, or the MI term
+    # skipped, at λ = 1): with λ = 1 the MI of 0.5 with the first token must keep the second out.
+    h = torch.tensor([[0.01, 0.02, 0.03]])
+    mi = torch.zeros(1, 3, 3)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5
+    got = mi_greedy(h, torch.ones(1, 3, dtype=torch.bool), mi, 0.2, 1.0)
+    assert got[0].tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("spec", ["mi:gamma=-1", "mi:lam=-1", "mi_exact:gamma=-0.5", "mi_exact:lam=-2"])
+def test_negative_gamma_or_lambda_is_refused(spec):
+    # Bug caught: the check requiring both to be negative before refusing (or losing its message).
+    with pytest.raises(UnmaskError, match="gamma and lam must be >= 0"):
+        parse_policy(spec)
+
+
+def test_exact_mi_policy_needs_its_denoiser_and_passes_eps_on(make_joint):
+    # Bugs caught: mi_exact not refusing to run without a model to probe; its ``eps`` not handed to
+    # exact_mi (every value probed: more passes than the spec asks for).
+    oracle = make_joint(seq_len=4, vocab=3, seed=5, alpha=0.2)
+    tokens = torch.full((2, 4), oracle.mask_id)
+    logits, hidden = oracle(tokens)
+    state = DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.arange(2))
+    with pytest.raises(UnmaskError, match="^mi_exact needs the denoiser to probe$"):
+        parse_policy("mi_exact").select(state)
+    sel = as_selection(attach(parse_policy("mi_exact:eps=0.2"), denoiser=oracle).select(state))
+    assert torch.equal(sel.extra_passes, exact_mi(oracle, tokens, eps=0.2).passes)
+    assert (sel.extra_passes < exact_mi(oracle, tokens).passes).all()
+
+
+def test_the_greedy_loop_breaks_entropy_ties_by_position():
+    # Bug caught: the greedy loop's argsort without stable=True (torch's CPU sort is not stable from
+    # 17 elements on): with 20 equal entropies it must take the lowest positions, as the λ = 0 prefix does.
+    h = torch.full((1, 20), 0.25)
+    masked = torch.ones(1, 20, dtype=torch.bool)
+    for lam in (0.0, 1e-9):
+        assert mi_greedy(h, masked, torch.zeros(1, 20, 20), 0.75, lam)[0].nonzero().squeeze(1).tolist() == [0, 1, 2]
