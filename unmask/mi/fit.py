@@ -42,7 +42,8 @@ def targets(data: dict[str, torch.Tensor]) -> torch.Tensor:
 def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
     """How well the exact MI agrees with itself: I_ij vs I_ji over pairs with both rows computed.
 
-    The model's conditionals are not one joint; this is a ceiling on any symmetric estimate's fit."""
+    The model's conditionals are not one joint, so I_ij and I_ji disagree: this measures how noisy
+    the targets are (not a ceiling on a symmetric estimate's fit)."""
     both = pair_mask(data, mask_id) & data["rows"][:, :, None] & data["rows"][:, None, :]
     a, b = data["mi"].double()[both], data["mi"].double().transpose(1, 2)[both]
     if len(a) < 2:
