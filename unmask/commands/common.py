@@ -128,10 +128,14 @@ def renamed_flag(args: argparse.Namespace, old: str, new: str, where: str) -> No
 
 
 def settle_eval_args(args: argparse.Namespace) -> None:
-    """Resolve what depends on other flags: the old ``--steps``, the batch size of hf: models."""
+    """Resolve what depends on other flags (the old ``--steps``, the batch size of hf: models) and
+    refuse an ``--out`` that cannot be written, before any work."""
     from unmask.adapters import HF_PREFIX
+    from unmask.io import check_output_file
 
     renamed_flag(args, "old_budget", "budget", "--steps on eval")
+    if getattr(args, "out", None):
+        check_output_file(args.out)
     if args.batch_size is None:
         args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
 

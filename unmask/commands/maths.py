@@ -74,8 +74,6 @@ def _eval(args: argparse.Namespace) -> None:
 
     hf = args.model.startswith(HF_PREFIX)
     check_policy(args, args.block if hf else None)  # before a model load that may take minutes
-    if args.out:
-        check_output_file(args.out)
     if hf:
         return _eval_hf(args)
     if args.gen_length is not None or args.block is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from functools import partial
@@ -30,11 +29,12 @@ def _task_and_model(args: argparse.Namespace):
 def _data(args: argparse.Namespace) -> None:
     from unmask.mi.data import MIDataConfig, build_mi_data
     from unmask.model import WEIGHTS_FILE, load_model
+    from unmask.runs import file_digest
 
     cfg = from_args(MIDataConfig, args)
     task, _ = _task_and_model(args)  # fail early, with one clear line, on a bad model directory
     prompts = task.encode(task.read(args.examples))
-    weights = hashlib.sha256((Path(args.model) / WEIGHTS_FILE).read_bytes()).hexdigest()[:16]
+    weights = file_digest(Path(args.model) / WEIGHTS_FILE)
     source = {"model_sha256": weights, "puzzles": str(args.examples)}
     built = build_mi_data(partial(load_model, args.model), prompts, cfg, args.out, args.workers, source=source)
     print(f"{built} shards built, {cfg.shards - built} already there: {args.out}", file=sys.stderr)

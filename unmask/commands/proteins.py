@@ -7,7 +7,7 @@ import json
 import sys
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, load_for_eval,
-                                    policy_epilog, policy_from_args, positive_int, settle_eval_args, train_inputs)
+                                    policy_epilog, policy_from_args, positive_int, train_inputs)
 from unmask.errors import UnmaskError
 from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
 
@@ -61,12 +61,9 @@ def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: 
 def _generate(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
     from unmask.eval import decode_all
-    from unmask.io import check_output_file
     from unmask.tasks.proteins.fasta import Record, write_fasta
     from unmask.tasks.proteins.task import ProteinTask, decode_residues, length_prompts
 
-    settle_eval_args(args)
-    check_output_file(args.out)
     rule = TokenRule(args.temperature)
     check_policy(args)
     loaded = load_for_eval(args, "proteins")

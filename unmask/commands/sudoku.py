@@ -41,8 +41,6 @@ def _eval(args: argparse.Namespace) -> None:
 
     task = SudokuTask()
     rule = TokenRule(args.temperature)
-    if args.out:
-        check_output_file(args.out)
     check_policy(args)
     data = task.read(args.puzzles)
     loaded = load_for_eval(args, task.name)

@@ -14,6 +14,7 @@ from unmask.errors import UnmaskError
 from unmask.io import atomic_write, read_text
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard residues, in the order of their token ids
+RESIDUE_INDEX = {c: i for i, c in enumerate(AMINO_ACIDS)}  # residue letter → token id
 LINE_WIDTH = 60  # residues per line when writing
 
 

@@ -15,21 +15,20 @@ from pathlib import Path
 
 import torch
 
-from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record
+from unmask.tasks.proteins.fasta import AMINO_ACIDS, RESIDUE_INDEX, Record
 
-_INDEX = {c: i for i, c in enumerate(AMINO_ACIDS)}
 N = len(AMINO_ACIDS)
 
 
 def residue_counts(sequences: list[str]) -> torch.Tensor:
     """``(20,)`` float64 counts of each residue over all sequences."""
-    ids = torch.tensor([_INDEX[c] for s in sequences for c in s], dtype=torch.long)
+    ids = torch.tensor([RESIDUE_INDEX[c] for s in sequences for c in s], dtype=torch.long)
     return torch.bincount(ids, minlength=N).double()
 
 
 def dipeptide_counts(sequences: list[str]) -> torch.Tensor:
     """``(400,)`` float64 counts of each ordered pair of neighbouring residues."""
-    pairs = [_INDEX[a] * N + _INDEX[b] for s in sequences for a, b in zip(s, s[1:])]
+    pairs = [RESIDUE_INDEX[a] * N + RESIDUE_INDEX[b] for s in sequences for a, b in zip(s, s[1:])]
     return torch.bincount(torch.tensor(pairs, dtype=torch.long), minlength=N * N).double()
 
 

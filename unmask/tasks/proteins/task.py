@@ -17,7 +17,7 @@ from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.tasks.base import MODELS, Board
-from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, read_fasta
+from unmask.tasks.proteins.fasta import AMINO_ACIDS, RESIDUE_INDEX, Record, read_fasta
 
 NAME = "proteins"
 VOCAB_SIZE = len(AMINO_ACIDS)  # the model predicts the 20 residues only
@@ -27,7 +27,6 @@ MAX_LEN = 100  # positions of the shipped model (the longest sequence it writes)
 DEFAULT_MODEL = MODELS / "protein"  # the shipped protein MDM
 DEFAULT_REFERENCE = DEFAULT_MODEL / "reference.fasta"  # shipped: 500 held-out UniProt proteins (lengths and frequencies)
 VAL_MASK_RATES = (0.15, 0.5, 0.85)  # validation masks a fixed share of residues at each of these rates
-_INDEX = {c: i for i, c in enumerate(AMINO_ACIDS)}
 
 
 def default_model_config(max_len: int = MAX_LEN) -> ModelConfig:
@@ -42,7 +41,7 @@ def encode_residues(sequences: list[str], max_len: int) -> torch.Tensor:
     for k, seq in enumerate(sequences):
         if len(seq) > max_len:
             raise UnmaskError(f"sequence {k + 1} has {len(seq)} residues; the model holds {max_len}")
-        out[k, : len(seq)] = torch.tensor([_INDEX[c] for c in seq], dtype=torch.long)
+        out[k, : len(seq)] = torch.tensor([RESIDUE_INDEX[c] for c in seq], dtype=torch.long)
     return out
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from unmask.errors import UnmaskError
 from unmask.io import atomic_write, make_dir
-from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, read_fasta, write_fasta
+from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, write_fasta
 
 METASTUDENT = Path("/usr/share/metastudent-data/dataset_201401")  # where Debian's metastudent-data puts its databases
 DATABASES = ("BPO", "MFO", "CCO")  # one BLAST database per Gene Ontology branch; they share most proteins
@@ -175,7 +175,3 @@ def tool_versions() -> dict[str, str]:
             versions[cmd] = (done.stdout.strip().splitlines() or [""])[0]
     return versions
 
-
-def load_split(path: str | os.PathLike) -> list[Record]:
-    """A split written by :func:`build_uniprot_data` (or any FASTA)."""
-    return read_fasta(path)
