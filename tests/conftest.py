@@ -3,7 +3,7 @@
 Factories rather than objects where tests need several variants: ``make_model(seq_len, vocab, seed)``,
 ``make_joint(seq_len, vocab, seed, alpha)``, ``make_sudoku_model()``, ``masked_batch(b, n, vocab, seed)``,
 ``sudoku_files`` (a saved small Sudoku model and a puzzle file),
-``empirical_tv(oracle, spec, n)``.
+``empirical_tv(oracle, spec, n)``, ``cli(argv) -> (exit code, stdout, stderr)`` (the CLI in-process).
 """
 
 from __future__ import annotations
@@ -134,3 +134,19 @@ def hf_model_dir(tmp_path_factory):
                                   intermediate_size=32, max_position_embeddings=512)
     transformers.BertForMaskedLM(cfg).save_pretrained(d)
     return d
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``unmask ARGV`` in-process: ``cli(argv) -> (exit code, stdout, stderr)``."""
+    from unmask.cli import main
+
+    def run(argv) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

@@ -1,7 +1,9 @@
 """Models from elsewhere behind the :class:`~unmask.denoiser.Denoiser` interface, and one loader for all.
 
-``--model`` on every evaluating command takes a model directory saved by ``unmask`` or
-``hf:DIR`` for a local Hugging Face masked LM (:mod:`unmask.adapters.hf`).
+``--model`` on every evaluating command takes a model directory saved by ``unmask``, ``hf:DIR`` for a
+local Hugging Face masked LM (:mod:`unmask.adapters.hf`), or ``esmc:FILE`` for an ESM-C weights file
+(:mod:`unmask.adapters.esmc`). A model with its own vocabulary is mapped onto a task's ids by
+:class:`unmask.adapters.mapped.MappedMLM` (the protein task does this for protein LMs).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 import torch
 
 HF_PREFIX = "hf:"  # ``--model hf:DIR`` names a local Hugging Face model directory
+ESMC_PREFIX = "esmc:"  # ``--model esmc:FILE`` names a local ESM-C weights file
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,12 @@ class Loaded:
 
     denoiser: object  # the Denoiser, on the requested device
     directory: Path  # where it was loaded from (MI heads and order policies are saved there)
-    tokenizer: object | None  # the Hugging Face tokenizer of an hf: model, else None
+    tokenizer: object | None  # the tokenizer of an hf: or esmc: model, else None
+    kind: str = "unmask"  # "unmask", "hf" or "esmc": which family ``denoiser.model`` is
 
     @property
     def is_hf(self) -> bool:
+        """A pretrained model with its own vocabulary (hf: or esmc:), not an unmask model."""
         return self.tokenizer is not None
 
 
@@ -44,11 +49,17 @@ def load_denoiser(spec: str, device: str | torch.device = "cpu", task: str | Non
     from unmask.model import load_model, resolve_device
 
     dev = resolve_device(str(device))
+    if spec.startswith(ESMC_PREFIX):
+        from unmask.adapters.esmc import ESMCDenoiser, load_esmc
+
+        path = Path(spec[len(ESMC_PREFIX):])
+        model, tokenizer = load_esmc(path, dev)
+        return Loaded(ESMCDenoiser(model, tokenizer, dev), path.parent, tokenizer, "esmc")
     if spec.startswith(HF_PREFIX):
         from unmask.adapters.hf import HFDenoiser
 
         path = spec[len(HF_PREFIX):]
         model, tokenizer = HFDenoiser.from_pretrained(path, trust_remote_code=hf.trust_remote_code,
                                                       shift_logits=hf.shift_logits, device=dev, dtype=hf.dtype)
-        return Loaded(model, Path(path), tokenizer)
+        return Loaded(model, Path(path), tokenizer, "hf")
     return Loaded(load_model(spec, task=task).to(dev), Path(spec), None)

@@ -159,11 +159,12 @@ def load_demo_model(args: argparse.Namespace, task: str):
     return load_for_eval(args, task)
 
 
-def policy_from_args(args: argparse.Namespace, loaded):
-    """The ``--policy`` with ``--budget`` set and its resources attached from the loaded model."""
+def policy_from_args(args: argparse.Namespace, loaded, denoiser=None):
+    """The ``--policy`` with ``--budget`` set and its resources attached from the loaded model
+    (``denoiser``: the model as the task reads it, when that is not ``loaded.denoiser``)."""
     from unmask.policies import build_policy
 
-    return build_policy(args.policy, loaded.denoiser, loaded.directory, args.budget)
+    return build_policy(args.policy, denoiser or loaded.denoiser, loaded.directory, args.budget)
 
 
 def check_policy(args: argparse.Namespace, block: int | None = None):

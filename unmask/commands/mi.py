@@ -15,15 +15,21 @@ from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 
 
-def _task_and_model(args: argparse.Namespace):
-    """The task of ``--task`` laid out for the model of ``--model`` (default: the task's shipped one)."""
-    from unmask.model import load_model
-    from unmask.tasks import get_task
+def _task_and_model(args: argparse.Namespace, hf: bool = False):
+    """The task of ``--task`` laid out for the model of ``--model`` (default: the task's shipped one),
+    and the folder the model came from. ``hf``: also take ``hf:DIR`` (a pretrained model; proteins)."""
+    from unmask.adapters import HF_PREFIX, load_denoiser
+    from unmask.tasks import get_task, task_denoiser
 
     default = get_task(args.task).default_model
+    if args.model is None and default is None:
+        raise UnmaskError(f"--task {args.task} has no shipped model: give --model (e.g. hf:DIR)")
     args.model = args.model or str(default)
-    model = load_model(args.model, task=args.task)
-    return get_task(args.task, model.cfg), model
+    if args.model.startswith(HF_PREFIX) and not hf:
+        raise UnmaskError(f"--model {args.model}: this command takes an unmask model directory (mi map also takes hf:DIR)")
+    loaded = load_denoiser(args.model, task=args.task)
+    model = task_denoiser(args.task, loaded)
+    return get_task(args.task, model.cfg), model, loaded.directory
 
 
 def _data(args: argparse.Namespace) -> None:
@@ -32,7 +38,7 @@ def _data(args: argparse.Namespace) -> None:
     from unmask.runs import file_digest
 
     cfg = from_args(MIDataConfig, args)
-    task, _ = _task_and_model(args)  # fail early, with one clear line, on a bad model directory
+    task, _, _ = _task_and_model(args)  # fail early, with one clear line, on a bad model directory
     prompts = task.encode(task.read(args.examples))
     weights = file_digest(Path(args.model) / WEIGHTS_FILE)
     source = {"model_sha256": weights, "puzzles": str(args.examples)}
@@ -47,7 +53,7 @@ def _train(args: argparse.Namespace) -> None:
     from unmask.mi.fit import HeadTrainConfig, fit_head, head_cost
 
     cfg = from_args(HeadTrainConfig, args)
-    _, model = _task_and_model(args)
+    _, model, _ = _task_and_model(args)
     data = load_mi_data(args.data)
     torch.set_num_threads(2)
     head, metrics = fit_head(model, data, cfg)
@@ -69,7 +75,7 @@ def _map(args: argparse.Namespace) -> None:
     if not 0 <= args.eps < 1:  # also refuses NaN
         raise UnmaskError(f"--eps must be in [0, 1), got {args.eps}")
     out = check_output_file(args.out)
-    task, model = _task_and_model(args)
+    task, model, directory = _task_and_model(args, hf=True)
     examples = task.read(args.examples)
     tokens = task.encode(examples)  # (N, L)
     if not 0 <= args.index < len(tokens):
@@ -81,7 +87,7 @@ def _map(args: argparse.Namespace) -> None:
     position = int(masked[0].nonzero()[0]) if args.cell is None else task.parse_position(args.cell, tokens[0])
     pairs = masked[:, :, None] & masked[:, None, :] & ~torch.eye(tokens.shape[1], dtype=torch.bool)  # (1, L, L)
     maps, scores = {}, {}
-    head = load_head(args.model, required=not args.exact)
+    head = load_head(directory, required=not args.exact)
     if head is not None:
         with torch.no_grad():
             maps["estimated"] = (head(model(tokens)[1]) * pairs)[0]
@@ -100,7 +106,7 @@ def add_parser(sub) -> None:
     from unmask.mi.fit import HeadTrainConfig
     from unmask.tasks import TASKS
 
-    mi = sub.add_parser("mi", help="pairwise mutual information: data, estimator head, maps (--task sudoku|maths)")
+    mi = sub.add_parser("mi", help="pairwise mutual information: data, estimator head, maps (--task sudoku|maths|proteins|antibodies)")
     ms = mi.add_subparsers(dest="action", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -132,7 +138,7 @@ def add_parser(sub) -> None:
     m.add_argument("--examples", "--puzzle", "--problems", dest="examples", required=True,
                    help="the task's file (Sudoku: a CSV or one 81-character grid; maths: a JSONL)")
     m.add_argument("--index", type=integer, default=0, help="example number in the file")
-    m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); default: the first masked one")
+    m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); proteins and antibodies the residue number K; default: the first masked one")
     m.add_argument("--exact", action="store_true", help="also compute the exact MI (1 + N·|V| passes)")
     m.add_argument("--eps", type=float, default=1e-3, help="exact MI: skip values with P < eps")
     m.add_argument("--out", default="mi_map.png", help="PNG file")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, load_for_eval,
                                     policy_epilog, policy_from_args, positive_int, train_inputs)
+from unmask.adapters import HF_PREFIX, load_denoiser
 from unmask.errors import UnmaskError
+from unmask.io import check_output_file
 from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
 
 MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `proteins train` takes from flags
@@ -64,17 +67,20 @@ def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.proteins.fasta import Record, write_fasta
     from unmask.tasks.proteins.task import ProteinTask, decode_residues, length_prompts
 
+    from unmask.tasks import task_denoiser
+
     rule = TokenRule(args.temperature)
     check_policy(args)
     loaded = load_for_eval(args, "proteins")
-    task = ProteinTask.for_model(loaded.denoiser.cfg)
-    task.check_model(loaded.denoiser)
+    denoiser = task_denoiser("proteins", loaded)
+    task = ProteinTask.for_model(denoiser.cfg)
+    task.check_model(denoiser)
     if args.length[1] > task.max_len:
         raise UnmaskError(f"--length {args.length[0]}:{args.length[1]}: the model holds {task.max_len} residues")
     reference = task.read(args.reference) if args.reference else None
     lengths = draw_lengths(args.n, args.length, reference, args.seed)
-    policy = policy_from_args(args, loaded)
-    run = decode_all(loaded.denoiser, length_prompts(lengths, task.max_len), policy, rule, args.batch_size, args.seed,
+    policy = policy_from_args(args, loaded, denoiser)
+    run = decode_all(denoiser, length_prompts(lengths, task.max_len), policy, rule, args.batch_size, args.seed,
                      progress=not args.json, unit="protein")
     spec = policy_spec(policy)
     nfe = run.result.nfe.tolist()
@@ -105,6 +111,58 @@ def _eval(args: argparse.Namespace) -> None:
         print("\n".join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in m.items()))
 
 
+def _import(args: argparse.Namespace) -> None:
+    from unmask.tasks.proteins.pretrained import import_pretrained
+
+    out = import_pretrained(args.name, args.out or f"runs/plm/{args.name}")
+    print(f"{args.name}: {out} (use --model hf:{out})")
+
+
+def _antibodies(args: argparse.Namespace) -> None:
+    from unmask.tasks.proteins.antibody import heavy_chains
+    from unmask.tasks.proteins.fasta import write_fasta
+    from unmask.tasks.proteins.uniprot import dump_metastudent
+
+    chains = heavy_chains(dump_metastudent())
+    write_fasta(args.out, chains)
+    print(f"{len(chains)} heavy-chain variable domains: {args.out}", file=sys.stderr)
+
+
+def _infill(args: argparse.Namespace) -> None:
+    from unmask.decode import TokenRule, policy_spec
+    from unmask.tasks import task_denoiser
+    from unmask.tasks.proteins.antibody import AntibodyTask
+    from unmask.tasks.proteins.fasta import Record, write_fasta
+    from unmask.tasks.proteins.infill import infill
+    from unmask.tasks.proteins.task import decode_residues
+
+    rule = TokenRule(args.temperature)
+    check_policy(args)
+    if args.out:
+        check_output_file(args.out)
+    loaded = load_for_eval(args, "antibodies")
+    writer = task_denoiser("antibodies", loaded)
+    task = AntibodyTask(writer.cfg.seq_len, tuple(args.cdrs.split(",")))
+    task.check_model(writer)
+    antibodies = task.read(args.antibodies)
+    judges = {}
+    for spec in args.judge or []:
+        judge = task_denoiser("antibodies", load_denoiser(spec, args.device, task="antibodies"))
+        task.check_model(judge)
+        judges[Path(spec.removeprefix(HF_PREFIX)).name] = judge
+    policy = policy_from_args(args, loaded, writer)
+    m, tokens = infill(task, writer, antibodies, policy, rule, args.samples, args.seed, args.batch_size, judges,
+                       progress=not args.json)
+    m = {"model": args.model, "policy": policy_spec(policy), "temperature": args.temperature, "seed": args.seed, **m}
+    if args.out:
+        names = [f"{a.name}_s{j} policy={m['policy']} T={args.temperature}" for a in antibodies for j in range(args.samples)]
+        write_fasta(args.out, [Record(n, s) for n, s in zip(names, decode_residues(tokens))])
+    if args.json:
+        print(json.dumps(m))
+    else:
+        print("\n".join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in m.items()))
+
+
 def add_parser(sub) -> None:
     """``unmask proteins ...``."""
     from unmask.model import ModelConfig
@@ -112,7 +170,7 @@ def add_parser(sub) -> None:
     from unmask.train import TrainConfig
 
     proteins = sub.add_parser("proteins", help="protein sequences: UniProt data, train, generate, judge by JSD")
-    ps = proteins.add_subparsers(dest="action", required=True, metavar="{data,train,generate,eval}")
+    ps = proteins.add_subparsers(dest="action", required=True, metavar="{data,train,generate,eval,import,antibodies,infill}")
     d = ps.add_parser("data", formatter_class=HelpFormatter,
                       help="UniProt train/val/test FASTA from Debian metastudent-data (needs ncbi-blast+ and mmseqs2)")
     d.add_argument("--out", default="data/proteins", help="folder for train.fasta, val.fasta, test.fasta, manifest.json")
@@ -148,3 +206,26 @@ def add_parser(sub) -> None:
     e.add_argument("--train", help="training FASTA: report each generated protein's best mmseqs2 identity to it")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(run=_eval)
+
+    from unmask.tasks.proteins.pretrained import PRETRAINED
+
+    i = ps.add_parser("import", formatter_class=HelpFormatter,
+                      help="write a pretrained protein LM from its PyPI wheel (AntiBERTy, Sapiens) as a local Hugging Face model")
+    i.add_argument("name", choices=list(PRETRAINED), help="the model")
+    i.add_argument("--out", help="folder for the Hugging Face model (default: runs/plm/NAME)")
+    i.set_defaults(run=_import)
+
+    a = ps.add_parser("antibodies", formatter_class=HelpFormatter,
+                      help="the UniProt heavy-chain variable domains (P01xxx) of metastudent-data, as FASTA")
+    a.add_argument("--out", default="data/proteins/antibodies.fasta", help="FASTA file")
+    a.set_defaults(run=_antibodies)
+
+    f = ps.add_parser("infill", formatter_class=HelpFormatter, epilog=policy_epilog(),
+                      help="infill antibody CDRs with a policy; recovery, diversity, judges' pseudo-log-likelihood, NFE")
+    f.add_argument("--antibodies", required=True, help="FASTA of heavy-chain variable domains (see `proteins antibodies`)")
+    f.add_argument("--cdrs", default="H3", help="comma-separated CDRs to mask: H1, H2, H3")
+    f.add_argument("--samples", type=positive_int, default=4, help="infills per antibody")
+    f.add_argument("--judge", action="append", metavar="MODEL", help="a model scoring the infills by pseudo-log-likelihood (repeatable)")
+    f.add_argument("--out", metavar="FASTA", help="also write every infilled sequence")
+    add_eval_args(f, "", batch_size=64, outputs=False)
+    f.set_defaults(temperature=1.0, run=_infill)

@@ -29,7 +29,21 @@ def _proteins(cfg):
     return ProteinTask() if cfg is None else ProteinTask.for_model(cfg)
 
 
-TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths, "proteins": _proteins}  # name → factory(model config or None)
+def _antibodies(cfg):
+    from unmask.tasks.proteins.antibody import AntibodyTask
+
+    return AntibodyTask() if cfg is None else AntibodyTask.for_model(cfg)
+
+
+def _protein_lm(loaded):
+    from unmask.tasks.proteins.plm import adapt
+
+    return adapt(loaded)
+
+
+TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths, "proteins": _proteins,
+                              "antibodies": _antibodies}  # name → factory(model config or None)
+HF_ADAPTERS: dict[str, Callable] = {"proteins": _protein_lm, "antibodies": _protein_lm}  # tasks that map a Hugging Face model onto their ids
 
 
 def get_task(name: str, cfg=None):
@@ -37,3 +51,11 @@ def get_task(name: str, cfg=None):
     if name not in TASKS:
         raise UnmaskError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
     return TASKS[name](cfg)
+
+
+def task_denoiser(name: str, loaded):
+    """The denoiser of ``loaded`` (:class:`unmask.adapters.Loaded`) as task ``name`` reads it: an unmask
+    model as it is; a Hugging Face model mapped onto the task's ids where the task can (proteins)."""
+    if loaded.is_hf and name in HF_ADAPTERS:
+        return HF_ADAPTERS[name](loaded)
+    return loaded.denoiser

@@ -7,7 +7,6 @@ import json
 import pytest
 import torch
 
-from unmask.cli import main
 from unmask.model import TransformerDenoiser, save_model
 from unmask.tasks.proteins.fasta import Record, read_fasta, write_fasta
 from unmask.tasks.proteins.task import default_model_config
@@ -24,23 +23,15 @@ def setup(tmp_path):
     return tmp_path, ref
 
 
-def run(argv, capsys) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
-
-def test_generate_then_eval(setup, capsys):
+def test_generate_then_eval(setup, cli):
     # Bugs caught: lengths not drawn from the reference (or outside --length), residues past the
     # length, NFE not recorded, eval not reading it back, batch size changing the proteins.
     tmp, ref = setup
     out = tmp / "gen.fasta"
     base = ["proteins", "generate", "--model", tmp / "model", "--reference", tmp / "ref.fasta", "--n", "12",
             "--length", "22:30", "--policy", "topk:k=4", "--json"]
-    code, stdout, _ = run([*base, "--out", out], capsys)
+    code, stdout, _ = cli([*base, "--out", out])
     assert code == 0
     summary = json.loads(stdout)
     gen = read_fasta(out)
@@ -48,12 +39,12 @@ def test_generate_then_eval(setup, capsys):
     assert len(gen) == 12 and {len(r.sequence) for r in gen} <= pool
     nfe = [int(t.split("=")[1]) for r in gen for t in r.name.split() if t.startswith("nfe=")]
     assert nfe == [-(-len(r.sequence) // 4) for r in gen] and summary["mean_nfe"] == sum(nfe) / 12
-    code, _, _ = run([*base, "--out", tmp / "again.fasta", "--batch-size", "5"], capsys)
+    code, _, _ = cli([*base, "--out", tmp / "again.fasta", "--batch-size", "5"])
     assert code == 0 and read_fasta(tmp / "again.fasta") == gen
-    code, stdout, _ = run(["proteins", "eval", "--generated", out, "--reference", tmp / "ref.fasta", "--json"], capsys)
+    code, stdout, _ = cli(["proteins", "eval", "--generated", out, "--reference", tmp / "ref.fasta", "--json"])
     m = json.loads(stdout)
     assert code == 0 and m["n"] == 12 and m["mean_nfe"] == summary["mean_nfe"] and 0 < m["jsd_aa"] < 0.7
-    code, stdout, _ = run(["proteins", "eval", "--generated", tmp / "ref.fasta", "--reference", tmp / "ref.fasta", "--json"], capsys)
+    code, stdout, _ = cli(["proteins", "eval", "--generated", tmp / "ref.fasta", "--reference", tmp / "ref.fasta", "--json"])
     assert json.loads(stdout)["jsd_aa"] == pytest.approx(0.0, abs=1e-12)
 
 
@@ -63,24 +54,24 @@ def test_generate_then_eval(setup, capsys):
     (["--length", "36:40"], "no reference sequence has a length in 36:40"),
     (["--temperature", "-1"], "temperature must be >= 0"),
 ])
-def test_generate_refuses_in_one_line(setup, capsys, extra, message):
+def test_generate_refuses_in_one_line(setup, cli, extra, message):
     tmp, _ = setup
-    code, _, err = run(["proteins", "generate", "--model", tmp / "model", "--reference", tmp / "ref.fasta", "--out",
-                        tmp / "g.fasta", *extra], capsys)
+    code, _, err = cli(["proteins", "generate", "--model", tmp / "model", "--reference", tmp / "ref.fasta", "--out",
+                        tmp / "g.fasta", *extra])
     lines = [line for line in err.splitlines() if "%|" not in line and line.strip()]
     assert code == 2 and len(lines) == 1 and message in lines[0], err
     assert not (tmp / "g.fasta").exists()
 
 
-def test_train_a_few_steps_and_resume(setup, capsys):
+def test_train_a_few_steps_and_resume(setup, cli):
     tmp, _ = setup
     common = ["proteins", "train", "--data", tmp / "ref.fasta", "--val", tmp / "ref.fasta", "--out", tmp / "run", "--batch-size", "4",
               "--eval-every", "2", "--ckpt-every", "2", "--warmup", "1"]
     shape = ["--max-len", "40", "--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", "32"]
-    assert run([*common, *shape, "--steps", "2"], capsys)[0] == 0
+    assert cli([*common, *shape, "--steps", "2"])[0] == 0
     log = [json.loads(line) for line in (tmp / "run" / "log.jsonl").read_text().splitlines()]
     assert log[-1]["step"] == 2 and 1 < log[-1]["val_ppl"] < 40  # a perplexity over 20 residues, not a NaN
-    assert run([*common, "--steps", "3", "--resume"], capsys)[0] == 0  # the shape comes from the checkpoint
-    code, stdout, _ = run(["proteins", "generate", "--model", tmp / "run" / "model", "--reference", tmp / "ref.fasta",
-                           "--n", "3", "--length", "20:34", "--out", tmp / "g.fasta", "--json"], capsys)
+    assert cli([*common, "--steps", "3", "--resume"])[0] == 0  # the shape comes from the checkpoint
+    code, stdout, _ = cli(["proteins", "generate", "--model", tmp / "run" / "model", "--reference", tmp / "ref.fasta",
+                           "--n", "3", "--length", "20:34", "--out", tmp / "g.fasta", "--json"])
     assert code == 0 and json.loads(stdout)["mean_nfe"] > 20  # sequential: one residue per pass

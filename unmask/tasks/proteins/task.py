@@ -63,6 +63,21 @@ def length_prompts(lengths: list[int], max_len: int) -> torch.Tensor:
     return torch.where(pos[None, :] < lengths_t[:, None], MASK_ID, EOS_ID)
 
 
+def refuse_long(path, records: list, max_len: int) -> list:
+    """``records`` (anything with ``name`` and ``sequence``), or one line naming the first longer than ``max_len``."""
+    long = next((r for r in records if len(r.sequence) > max_len), None)
+    if long is not None:
+        raise UnmaskError(f"{path}: {long.name[:40]!r} has {len(long.sequence)} residues; the model holds {max_len}")
+    return records
+
+
+def check_protein_model(denoiser: Denoiser) -> None:
+    """Refuse a model that does not predict the 20 residues with the protein mask id."""
+    if denoiser.vocab_size != VOCAB_SIZE or denoiser.mask_id != MASK_ID:
+        raise UnmaskError(f"a protein model predicts the {VOCAB_SIZE} residues with mask id {MASK_ID}; this one has "
+                          f"{denoiser.vocab_size} tokens and mask id {denoiser.mask_id} (a pretrained one loads as hf:DIR)")
+
+
 @dataclass(frozen=True)
 class ProteinTask:
     """Proteins as a :class:`~unmask.tasks.base.Task`: examples are FASTA records; a decode starts
@@ -78,16 +93,10 @@ class ProteinTask:
         return cls(cfg.seq_len)
 
     def read(self, path) -> list[Record]:
-        records = read_fasta(path)
-        long = next((r for r in records if len(r.sequence) > self.max_len), None)
-        if long is not None:
-            raise UnmaskError(f"{path}: {long.name[:40]!r} has {len(long.sequence)} residues; the model holds {self.max_len}")
-        return records
+        return refuse_long(path, read_fasta(path), self.max_len)
 
     def check_model(self, denoiser: Denoiser) -> None:
-        if denoiser.vocab_size != VOCAB_SIZE or denoiser.mask_id != MASK_ID:
-            raise UnmaskError(f"a protein model predicts the {VOCAB_SIZE} residues with mask id {MASK_ID}; "
-                              f"this one has {denoiser.vocab_size} tokens and mask id {denoiser.mask_id}")
+        check_protein_model(denoiser)
 
     def encode(self, records: list[Record]) -> torch.Tensor:
         return length_prompts([len(r.sequence) for r in records], self.max_len)

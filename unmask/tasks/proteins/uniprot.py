@@ -147,13 +147,18 @@ def build_splits(records: list[Record], cfg: DataConfig, work: Path) -> dict[str
     return {"train": train, "val": [r for r in val if r.name not in leaked], "test": [r for r in test if r.name not in leaked]}
 
 
-def build_uniprot_data(out: str | os.PathLike, cfg: DataConfig, source: Path = METASTUDENT) -> dict:
-    """Write ``train.fasta``, ``val.fasta``, ``test.fasta`` and ``manifest.json`` into ``out``."""
+def dump_metastudent(source: Path = METASTUDENT) -> list[Record]:
+    """Every record of metastudent-data's three UniProt databases (proteins recur across them)."""
     dbs = [source / name / "goasp.fasta" for name in DATABASES]
     if not all(Path(f"{db}.psq").is_file() for db in dbs):
         raise UnmaskError(f"{source}: no UniProt BLAST databases; install them with `apt-get install metastudent-data`")
+    return [r for db in dbs for r in dump_blast_db(db)]
+
+
+def build_uniprot_data(out: str | os.PathLike, cfg: DataConfig, source: Path = METASTUDENT) -> dict:
+    """Write ``train.fasta``, ``val.fasta``, ``test.fasta`` and ``manifest.json`` into ``out``."""
+    dumped = dump_metastudent(source)
     out = make_dir(out)
-    dumped = [r for db in dbs for r in dump_blast_db(db)]
     records = standard_distinct(dumped, cfg.min_len, cfg.max_len)
     with tempfile.TemporaryDirectory() as tmp:
         splits = build_splits(records, cfg, Path(tmp))
