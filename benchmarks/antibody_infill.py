@@ -6,7 +6,8 @@ Needs ``pip install --no-deps antiberty==0.1.3 sapiens==1.0.5`` (the models are 
 ``runs/plm/`` by ``unmask proteins import``). Each writer infills the masked CDRs of every antibody
 in ``benchmarks/data/heavy_chains.fasta`` ``--samples`` times at temperature 1 with each policy; the
 other model judges the infills by pseudo-log-likelihood (mean log p per infilled residue, each
-masked alone), beside recovery, diversity and the writer's forward passes. Two argmax rows per
+masked alone), beside recovery, diversity and the writer's forward passes; each policy's PLL is also
+compared with sequential decoding's on the same antibodies (mean difference in %, paired standard error). Two argmax rows per
 writer (sequential, and everything in one pass) show how little argmax recovery separates policies.
 Writes ``benchmarks/results/antibody_infill.{json,md,png}``.
 """
@@ -33,10 +34,18 @@ from unmask.tasks.proteins.pretrained import import_pretrained
 WRITERS = {"antiberty": "sapiens-heavy", "sapiens-heavy": "antiberty"}  # writer → its judge
 # CDR-H3 has 11.3 residues on average here, each with about 2 nats of entropy under Sapiens, so
 # the budgets γ = 3–15 nats reveal a few residues per pass.
-POLICIES = ["sequential", "topk:k=2", "topk:k=4", "random:steps=3", "eb:gamma=3", "eb:gamma=10", "threshold:tau=0.3",
-            "mi:gamma=5,lam=0", "mi:gamma=15,lam=0"]  # mi with λ = 0: the entropy budget
+POLICIES = ["sequential", "topk:k=2", "topk:k=4", "random:steps=3", "eb:gamma=3", "eb:gamma=5", "eb:gamma=10",
+            "threshold:tau=0.3", "mi:gamma=5,lam=0", "mi:gamma=7,lam=0", "mi:gamma=15,lam=0"]  # mi with λ = 0: the entropy budget
 ARGMAX = ["sequential", "topk:k=64"]  # temperature 0: one residue per pass vs every CDR residue in one pass
-COLUMNS = ["set", "policy", "temperature", "mean_nfe", "recovery", "diversity", "pll_judge", "seconds"]
+COLUMNS = ["set", "policy", "temperature", "mean_nfe", "recovery", "diversity", "pll_judge", "pll_judge_se",
+           "vs_sequential_%", "paired_se_%", "seconds"]
+
+
+def paired(row: dict, base: dict) -> dict:
+    """The judge's PLL of ``row`` relative to ``base`` (same antibodies), in % of |base|, with its paired SE."""
+    diff = torch.tensor(row["pll_judge_per_antibody"]) - torch.tensor(base["pll_judge_per_antibody"])  # (A,)
+    scale = 100 / abs(base["pll_judge"])
+    return {"vs_sequential_%": float(diff.mean()) * scale, "paired_se_%": float(diff.std() / len(diff) ** 0.5) * scale}
 
 
 def model_dir(name: str, root: Path) -> Path:
@@ -71,6 +80,9 @@ def main() -> None:
             m, _ = infill(task, models[writer], antibodies, policy, TokenRule(temperature), args.samples, args.seed,
                           judges={"judge": models[judge]}, progress=True)
             row = {"set": f"{writer} writes, {judge} judges", "policy": policy_spec(policy), "temperature": temperature, **m}
+            base = next((r for r in rows if r["set"] == row["set"] and r["temperature"] == temperature
+                         and r["policy"].startswith("sequential")), row)
+            row |= paired(row, base)
             rows.append(row)
             print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -86,7 +86,7 @@ def build_config(cls: type, raw, path: str | os.PathLike):
         raise UnmaskError(f"{path}: unknown config keys {unknown}")
     try:
         return cls(**raw)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise UnmaskError(f"{path}: bad config ({e})") from None
 
 

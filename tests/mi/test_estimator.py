@@ -290,3 +290,81 @@ def test_bad_head_files_are_named_in_the_error(tmp_path):
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(UnmaskError, match=r"mi_head\.json: unknown config keys \['colour'\]"):
         load_head(tmp_path)
+
+
+def test_relu_head_is_symmetric_non_negative_and_can_charge_exactly_zero():
+    # Bug caught: a link that cannot reach 0 (softplus) charging every independent pair something.
+    torch.manual_seed(0)
+    head = MIHead(HeadConfig(d_in=24, d_hidden=16, rank=8, link="relu"))
+    est = head(torch.randn(3, 10, 24) * 5)
+    assert torch.equal(est, est.transpose(1, 2)) and (est >= 0).all()
+    assert (est == 0).any() and (est > 0).any()
+    with torch.no_grad():
+        head.bias.fill_(-1e3)
+    assert (head(torch.randn(2, 6, 24)) == 0).all()
+
+
+def test_a_head_saved_before_the_link_was_a_choice_loads_as_softplus(tmp_path):
+    import json
+
+    head = MIHead(HeadConfig(d_in=8, d_hidden=4, rank=2))
+    save_head(head, tmp_path)
+    meta_path = tmp_path / "mi_head.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["config"]["link"]
+    meta_path.write_text(json.dumps(meta))
+    x = torch.randn(1, 5, 8)
+    assert load_head(tmp_path).cfg.link == "softplus" and torch.equal(load_head(tmp_path)(x), head(x))
+    meta["config"]["link"] = "sigmoid"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(UnmaskError, match="link must be one of"):
+        load_head(tmp_path)
+
+
+class PositionedOracle:
+    """An exact oracle whose hidden states also say which position they are (the head needs that)."""
+
+    def __init__(self, joint):
+        self.joint = joint
+        self.vocab_size, self.mask_id, self.device = joint.vocab_size, joint.mask_id, joint.device
+
+    def __call__(self, tokens):
+        out = self.joint(tokens)
+        pos = torch.eye(tokens.shape[1]).expand(len(tokens), -1, -1)
+        return out._replace(hidden=torch.cat([out.hidden, pos], -1))
+
+
+def test_calibration_on_a_joint_with_known_mi(tmp_path):
+    """x0 and x1 are equal with probability 0.95; x2 and x3 are independent of everything. A calibrated
+    head charges every pair with x2 or x3 (exact MI 0) nothing, and the dependent pair its MI."""
+    from unmask.oracle import JointDenoiser
+
+    pair = torch.tensor([[0.475, 0.025], [0.025, 0.475]], dtype=torch.float64)
+    joint = JointDenoiser(torch.einsum("ab,c,d->abcd", pair, torch.full((2,), 0.5, dtype=torch.float64),
+                                       torch.tensor([0.3, 0.7], dtype=torch.float64)))
+    oracle = PositionedOracle(joint)
+    prompts = torch.full((40, 4), joint.mask_id)
+    cfg = MIDataConfig(states=400, shard_size=100, eps=0.0, policy="random:steps=4", seed=1)
+    build_mi_data(lambda: oracle, prompts, cfg, tmp_path / "d", progress=False)
+    data = load_mi_data(tmp_path / "d")
+    head, metrics = fit_head(oracle, data, HeadTrainConfig(steps=400, batch_size=32, lr=1e-2, d_hidden=16, rank=4),
+                             progress=False)
+    with torch.no_grad():
+        est = head(oracle(torch.full((1, 4), joint.mask_id))[1])[0]  # everything masked
+    dependent = math.log(2) + 0.95 * math.log(0.95) + 0.05 * math.log(0.05)  # I(x0; x1) = ln 2 − H(0.95)
+    assert est[0, 1] == pytest.approx(dependent, abs=0.05)
+    independent = [est[i, j] for i in range(4) for j in range(4) if i != j and {i, j} != {0, 1}]
+    assert max(independent) < 0.01 and metrics["independent_mean_charge"] < 0.01
+    rows = metrics["calibration"]
+    assert rows[0]["exact_to"] == 1e-3 and rows[0]["mean_predicted"] < 0.01  # the zero bin is charged ~0
+
+
+def test_calibration_bins_by_exact_mi():
+    from unmask.mi.fit import calibration
+
+    exact = torch.tensor([-0.2, 0.0, 0.002, 0.5, 0.6])
+    est = torch.tensor([0.0, 0.1, 0.0, 0.4, 0.8])
+    rows = calibration(est, exact, edges=(0.0, 1e-3, 0.01, 1.0))
+    assert [r["pairs"] for r in rows] == [2, 1, 2]  # the negative entry falls in the first bin
+    assert rows[0]["mean_predicted"] == pytest.approx(0.05) and rows[0]["share_predicted_zero"] == 0.5
+    assert rows[2]["mean_exact"] == pytest.approx(0.55) and rows[2]["mean_predicted"] == pytest.approx(0.6)

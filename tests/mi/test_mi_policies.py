@@ -163,3 +163,30 @@ def test_the_greedy_loop_breaks_entropy_ties_by_position():
     masked = torch.ones(1, 20, dtype=torch.bool)
     for lam in (0.0, 1e-9):
         assert mi_greedy(h, masked, torch.zeros(1, 20, 20), 0.75, lam)[0].nonzero().squeeze(1).tolist() == [0, 1, 2]
+
+
+def test_dependency_bound_on_a_hand_made_state():
+    # DEMASK's rule: entropy order 2, 0, 3, 1; dependency 0.3 between 2 and 0, 0.02 between 3 and each
+    # of 2 and 0, nothing else. δ = 0.1: 2 is taken, 0 would add 0.3 (too much), 3 adds 0.02, 1 adds 0.
+    from unmask.mi.policies import dependency_greedy
+
+    h = torch.tensor([[0.2, 0.9, 0.1, 0.5]])
+    masked = torch.ones(1, 4, dtype=torch.bool)
+    dep = torch.zeros(1, 4, 4)
+    dep[0, 0, 2] = dep[0, 2, 0] = 0.3
+    dep[0, 3, [0, 2]] = dep[0, [0, 2], 3] = 0.02
+    assert dependency_greedy(h, masked, dep, 0.1).tolist() == [[False, True, True, True]]
+    assert dependency_greedy(h, masked, dep, 0.3).tolist() == [[True, True, True, False]]  # 0.3 fits, then 3 adds 0.04
+    assert dependency_greedy(h, masked, dep, 0.01).tolist() == [[False, True, True, False]]
+    assert dependency_greedy(h, masked, dep, 0.1, max_entropy=0.6).tolist() == [[False, False, True, True]]
+    # the most certain masked position is always taken, even above max_entropy; given ones never
+    masked2 = torch.tensor([[True, True, False, True]])
+    assert dependency_greedy(h, masked2, dep, 0.0, max_entropy=0.0).tolist() == [[True, False, False, False]]
+
+
+def test_demask_needs_its_head():
+    with pytest.raises(UnmaskError, match="dependency"):
+        parse_policy("demask").select(DecodeState(torch.full((1, 3), 5), torch.ones(1, 3, dtype=torch.bool),
+                                                   torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), 0, torch.zeros(1, dtype=torch.long)))
+    with pytest.raises(UnmaskError, match="delta"):
+        parse_policy("demask:delta=-1")

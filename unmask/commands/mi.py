@@ -54,14 +54,15 @@ def _train(args: argparse.Namespace) -> None:
 
     cfg = from_args(HeadTrainConfig, args)
     _, model, _ = _task_and_model(args)
-    data = load_mi_data(args.data)
+    parts = [load_mi_data(d) for d in args.data]
+    data = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}  # several builds (e.g. sequential + parallel states)
     torch.set_num_threads(2)
     head, metrics = fit_head(model, data, cfg)
     metrics |= head_cost(model, head, data["tokens"][:250].long())
     metrics["denoiser_parameters"] = model.num_parameters()
     out = Path(args.out or Path("runs") / f"mi-head-{args.task}")  # a default never writes a shipped model's folder
     copy_model(args.model, out)
-    save_head(head, out, {"metrics": metrics, "data": str(args.data), "base_model": str(args.model)})
+    save_head(head, out, {"metrics": metrics, "data": [str(d) for d in args.data], "base_model": str(args.model)})
     print(json.dumps(metrics, indent=1))
     print(f"saved {out / MI_HEAD.weights} beside a copy of the model: decode with --model {out} --policy mi", file=sys.stderr)
 
@@ -126,7 +127,8 @@ def add_parser(sub) -> None:
     t = ms.add_parser("train", help="fit the MI estimator head on frozen hidden states (MSE on masked pairs)",
                       formatter_class=HelpFormatter)
     common(t)
-    t.add_argument("--data", required=True, help="shard directory from `unmask mi data`")
+    t.add_argument("--data", required=True, action="append",
+                   help="shard directory from `unmask mi data` (repeatable: e.g. sequential and parallel states)")
     t.add_argument("--out", help="folder for mi_head.* beside a copy of the base model (default: runs/mi-head-TASK; "
                    "give the model's own folder to save the head there)")
     add_dataclass_args(t, HeadTrainConfig)

@@ -1,9 +1,11 @@
 """A light neural estimator of the pairwise MI matrix from frozen denoiser hidden states (seed 000).
 
 Each position's hidden state h_i ``(D,)`` is mapped by a small MLP to an embedding e_i ``(r,)``;
-Î_ij = softplus(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the
-softplus keeps it non-negative, as MI is. Cost per step: N·(D·d + d·r) + N²·r multiply-adds,
-a few percent of one denoiser pass at most.
+Î_ij = link(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the link keeps
+it non-negative, as MI is. ``relu`` (the default for new heads) can charge a pair exactly 0, so
+independent pairs cost nothing; ``softplus`` (the first heads) never reaches 0 and charges every pair
+a little (softplus(b)). Cost per step: N·(D·d + d·r) + N²·r multiply-adds, a few percent of one
+denoiser pass at most.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ class HeadConfig:
     d_in: int  # D: width of the denoiser's hidden states
     d_hidden: int = 128  # hidden width of the per-position MLP
     rank: int = 32  # r: embedding size of the symmetric bilinear form
+    link: str = "softplus"  # "relu" (exact zeros) or "softplus" (heads saved before the link was a choice)
+
+    def __post_init__(self) -> None:
+        if self.link not in LINKS:
+            raise ValueError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
+
+
+LINKS = {"relu": F.relu, "softplus": F.softplus}  # score → non-negative MI estimate
+BIAS_INIT = {"relu": 0.0, "softplus": -4.0}  # softplus(-4) ≈ 0.018 nats: most pairs carry little MI
 
 
 class MIHead(nn.Module):
@@ -40,12 +51,13 @@ class MIHead(nn.Module):
         self.cfg = cfg
         self.mlp = nn.Sequential(nn.LayerNorm(cfg.d_in), nn.Linear(cfg.d_in, cfg.d_hidden), nn.GELU(), nn.Linear(cfg.d_hidden, cfg.rank))
         self.weight = nn.Parameter(torch.ones(cfg.rank))
-        self.bias = nn.Parameter(torch.tensor(-4.0))  # softplus(-4) ≈ 0.018 nats: most pairs carry little MI
+        self.bias = nn.Parameter(torch.tensor(BIAS_INIT[cfg.link]))
+        self.link = LINKS[cfg.link]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         e = self.mlp(hidden)  # (B, N, r)
         s = torch.bmm(e * self.weight, e.transpose(1, 2)) / math.sqrt(self.cfg.rank)  # (B, N, N)
-        return F.softplus(s + self.bias)
+        return self.link(s + self.bias)
 
     def num_parameters(self) -> int:
         """Trainable parameter count."""

@@ -23,6 +23,7 @@ class HeadTrainConfig:
     val_fraction: float = 0.1  # last share of the states held out for the reported metrics
     d_hidden: int = 128  # head MLP width
     rank: int = 32  # bilinear embedding size
+    link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
     seed: int = 0  # init and batch order
 
 
@@ -70,7 +71,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
         held = torch.arange(len(hidden)) >= len(hidden) - max(1, int(len(hidden) * cfg.val_fraction))
     tr, va = torch.nonzero(~held).squeeze(1), torch.nonzero(held).squeeze(1)
     n_val = len(va)
-    head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank))
+    head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link))
     opt = adamw(head, cfg.lr)  # no weight decay: Adam
     gen = torch.Generator().manual_seed(cfg.seed)
     n_tr = len(tr)
@@ -115,17 +116,41 @@ def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-12))
 
 
+MATTERS = 0.01  # nats: pairs with more exact MI than this are the ones a decoder must not reveal together
+INDEPENDENT = 1e-3  # nats: pairs with less are, for decoding, independent (a head should charge them ~0)
+CALIBRATION_EDGES = (0.0, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, float("inf"))  # bins of the exact MI
+
+
+def calibration(est: torch.Tensor, exact: torch.Tensor, edges=CALIBRATION_EDGES) -> list[dict]:
+    """Mean predicted vs mean exact MI in bins of the exact MI (pairs with exact MI below 0 go in the first bin)."""
+    out = []
+    for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        inside = (exact < hi) & ((exact >= lo) if k else torch.ones_like(exact, dtype=torch.bool))
+        if inside.any():
+            out.append({"exact_from": lo, "exact_to": hi, "pairs": int(inside.sum()), "mean_exact": float(exact[inside].mean()),
+                        "mean_predicted": float(est[inside].mean()), "share_predicted_zero": float((est[inside] == 0).double().mean())})
+    return out
+
+
 @torch.no_grad()
 def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int = 10) -> dict:
-    """MSE, Pearson and Spearman correlation over supervised pairs, and top-k pair recall per state."""
+    """MSE, Pearson and Spearman correlation over supervised pairs (all, and those that matter:
+    exact MI > :data:`MATTERS`), top-k pair recall per state, what independent pairs are charged,
+    and a calibration table (predicted vs exact MI in bins of the exact MI)."""
     est = head(hidden)  # (S, L, L)
     a, b = est[pairs].double(), target[pairs].double()
+    matter, independent = b > MATTERS, b.abs() < INDEPENDENT
     return {
         "mse": float(((a - b) ** 2).mean()),
         "pearson": _pearson(a, b),
         "spearman": _pearson(_ranks(a), _ranks(b)),
+        "spearman_matters": _pearson(_ranks(a[matter]), _ranks(b[matter])) if matter.sum() > 1 else float("nan"),
         f"top{k}_recall": topk_recall(est, target, pairs, k),
         "pairs": int(pairs.sum()),
+        "pairs_matter": int(matter.sum()),
+        "independent_mean_charge": float(a[independent].mean()) if independent.any() else float("nan"),
+        "independent_share_zero": float((a[independent] == 0).double().mean()) if independent.any() else float("nan"),
+        "calibration": calibration(a, b),
         "head_parameters": head.num_parameters(),
     }
 

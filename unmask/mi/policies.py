@@ -10,6 +10,11 @@ With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
 step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and returns every pass it
 runs (its own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
+
+``demask`` is the rule of DEMASK (arXiv 2604.02560), with our MI head as its dependency head: in
+entropy order, take position i while the total pairwise dependency of the taken set stays within δ
+— a bound on dependency alone, with no charge for a token's own uncertainty (``max_entropy``
+optionally keeps very uncertain positions out).
 """
 
 from __future__ import annotations
@@ -49,6 +54,28 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, ga
         take = masked[rows, i] & ((k == 0) | (cost <= budget))
         taken[rows, i] = take
         budget = budget - cost * take
+    return taken
+
+
+def dependency_greedy(h: torch.Tensor, masked: torch.Tensor, dep: torch.Tensor, delta: float,
+                      max_entropy: float = float("inf")) -> torch.Tensor:
+    """``(B, L)`` bool reveal set: in entropy order, take i while Σ_{pairs in the taken set} dep ≤ δ.
+
+    Args:
+        h: ``(B, L)`` entropies (the order); masked: ``(B, L)`` bool; dep: ``(B, L, L)`` pairwise dependency ≥ 0.
+        max_entropy: positions above it are never candidates (the most certain one is always taken).
+    """
+    b = h.shape[0]
+    rows = torch.arange(b, device=h.device)
+    order = h.masked_fill(~masked, float("inf")).argsort(dim=1, stable=True)  # (B, L) most certain first
+    taken = torch.zeros_like(masked)
+    total = torch.zeros(b, dtype=dep.dtype, device=h.device)  # dependency within the taken set
+    for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
+        i = order[:, k]
+        added = (dep[rows, i] * taken).sum(1)  # (B,) dependency of i with what is taken
+        take = masked[rows, i] & ((k == 0) | ((total + added <= delta) & (h[rows, i] <= max_entropy)))
+        taken[rows, i] = take
+        total = total + added * take
     return taken
 
 
@@ -102,3 +129,25 @@ class MIExact:
         mi = res.symmetric.float().clamp_min(0)
         reveal = mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
         return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
+
+
+@register("demask")
+@dataclass(frozen=True)
+class DependencyBound:
+    """DEMASK's rule (arXiv 2604.02560): entropy order; take i while the taken set's total pairwise
+    dependency (the MI head's Î) stays within δ."""
+
+    delta: float = 0.05  # δ: bound on Σ Î_ij over the pairs revealed together, in nats
+    max_entropy: float = float("inf")  # positions less certain than this wait (nats)
+    head: object = resource("mi_head")  # dependency head: hidden (B, L, D) → (B, L, L)
+
+    def __post_init__(self) -> None:
+        if not self.delta >= 0 or not self.max_entropy >= 0:
+            raise UnmaskError(f"demask: delta and max_entropy must be >= 0, got {self.delta}, {self.max_entropy}")
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        if self.head is None:
+            raise UnmaskError("demask needs an MI (dependency) head (train one with `unmask mi train`)")
+        with torch.no_grad():
+            dep = self.head(state.hidden.float()).clamp_min(0)  # (B, L, L)
+        return dependency_greedy(entropy(state.probs), state.masked, dep, self.delta, self.max_entropy)

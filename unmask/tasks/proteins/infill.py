@@ -6,7 +6,8 @@ Argmax recovery barely separates decoding policies on antibodies (all CDR-H3 pos
 - **recovery**: share of the infilled residues equal to the real antibody's;
 - **diversity**: mean Hamming distance between two samples of the same antibody, per infilled residue;
 - **pseudo-log-likelihood** under each judge (Salazar et al., 2020): mean log p(x_i | x_{−i}) over the
-  infilled residues, each masked alone. A judge that did not write the infill (Sapiens for AntiBERTy's,
+  infilled residues, each masked alone (with its standard error over the infills, and per antibody
+  so that two policies can be compared on the same antibodies). A judge that did not write the infill (Sapiens for AntiBERTy's,
   and vice versa) rewards what is plausible antibody sequence, not what the writer itself prefers;
 - **NFE**: the writer's forward passes per infill.
 """
@@ -62,5 +63,8 @@ def infill(
            "exact": float(task.score(tokens, repeated).float().mean()), "diversity": diversity(tokens, masked, samples),
            "mean_nfe": float(run.result.nfe.float().mean()), "seconds": round(run.seconds, 2)}
     for name, judge in (judges or {}).items():
-        out[f"pll_{name}"] = float(pseudo_log_likelihood(judge, tokens, masked, batch_size).mean())
+        pll = pseudo_log_likelihood(judge, tokens, masked, batch_size)  # (N·K,)
+        out[f"pll_{name}"] = float(pll.mean())
+        out[f"pll_{name}_se"] = float(pll.std() / len(pll) ** 0.5) if len(pll) > 1 else float("nan")
+        out[f"pll_{name}_per_antibody"] = pll.view(len(antibodies), samples).mean(1).tolist()  # for paired comparisons
     return out, tokens

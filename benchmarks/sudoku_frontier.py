@@ -1,0 +1,118 @@
+"""The low-NFE frontier on Sudoku: accuracy vs mean NFE for every adaptive rule, each swept widely.
+
+    python benchmarks/sudoku_frontier.py --model runs/mi-head-sudoku        # a model folder with its MI head
+    python benchmarks/sudoku_frontier.py --n 50 --exact-n 10 --quick         # a fast look
+
+Families (each a sweep; specs in the README's policy table):
+- entropy budget (``mi:gamma=γ,lam=0``), γ from 0.01 to 5 nats;
+- MI-guided with the head (``mi:gamma=γ,lam=λ``), same γ, λ ∈ {0.5, 2};
+- DEMASK's rule with the head as dependency head (``demask:delta=δ``);
+- EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
+- MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE) and the entropy budget
+  at the same γ, both on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost).
+
+For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
+the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
+(n ≤ 6 on test-kaggle, ≤ 15 on test-hard). Writes ``benchmarks/results/sudoku_frontier.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from unmask.eval import compare, markdown_table, shown_path
+from unmask.model import load_model
+from unmask.plots import plot_pareto
+from unmask.policies import build_policy
+from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
+
+GAMMAS = [0.01, 0.03, 0.1, 0.3, 1.0, 2.0, 3.0, 5.0]
+FAMILIES = {  # family → specs
+    "entropy budget": [f"mi:gamma={g},lam=0" for g in GAMMAS],
+    "MI head λ=0.5": [f"mi:gamma={g},lam=0.5" for g in GAMMAS],
+    "MI head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
+    "demask": [f"demask:delta={d}" for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
+    "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
+    "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
+    "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],
+}
+EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
+REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
+
+
+def frontier(rows: list[dict], n: float) -> float | None:
+    """Best accuracy % among ``rows`` at mean NFE ≤ ``n`` (None if none is that cheap)."""
+    ok = [r["accuracy %"] for r in rows if r["mean_nfe"] <= n + 1e-9]
+    return max(ok) if ok else None
+
+
+def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict]:
+    """MI-guided frontier − entropy-only frontier at each integer NFE of the low regime (a set's
+    "first N" subset shares the regime of its full set)."""
+    out = []
+    for s in sets:
+        base = [r for r in rows if r["set"] == s and r["family"] == "entropy budget"]
+        mi = [r for r in rows if r["set"] == s and r["family"] in mi_families]
+        for n in range(1, REGIME[s.split(" (first")[0]] + 1):
+            b, m = frontier(base, n), frontier(mi, n)
+            if b is not None and m is not None:
+                out.append({"set": s, "nfe_at_most": n, "entropy_only %": b, "mi_guided %": m, "gap": round(m - b, 1)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder (its mi_head.* is the head)")
+    p.add_argument("--data-dir", default="data/sudoku", type=Path, help="folder of test-kaggle.csv and test-hard.csv")
+    p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
+    p.add_argument("--exact-n", type=int, default=100, help="puzzles for the exact-MI oracle (0: skip)")
+    p.add_argument("--quick", action="store_true", help="every other sweep point")
+    p.add_argument("--name", default="sudoku_frontier")
+    p.add_argument("--out", default="benchmarks/results", type=Path)
+    args = p.parse_args(argv)
+
+    torch.set_num_threads(1)
+    start = time.time()
+    model = load_model(args.model, task="sudoku")
+    task = SudokuTask()
+    sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
+    rows = []
+    for family, specs in FAMILIES.items():
+        specs = specs[::2] if args.quick else specs
+        for r in compare(task, model, sets, [build_policy(s, model, args.model) for s in specs], progress=False):
+            rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
+            print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
+    if args.exact_n:
+        first = {f"{name} (first {args.exact_n})": standard_set(args.data_dir, name, args.exact_n) for name in REGIME}
+        for family, spec in (("entropy budget", "mi:gamma={g},lam=0"), ("exact MI λ=2", "mi_exact:gamma={g},lam=2")):
+            policies = [build_policy(spec.format(g=g), model, args.model) for g in EXACT_GAMMAS]
+            for r in compare(task, model, first, policies, progress=False):
+                rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
+                print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
+    all_sets = sorted({r["set"] for r in rows})
+    head_gaps = gaps(rows, [s for s in all_sets if "(first" not in s], ["MI head λ=0.5", "MI head λ=2"])
+    demask_gaps = gaps(rows, [s for s in all_sets if "(first" not in s], ["demask"])
+    exact_gaps = gaps(rows, [s for s in all_sets if "(first" in s], ["exact MI λ=2"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = {"model": shown_path(args.model), "n": args.n, "exact_n": args.exact_n, "rows": rows, "head_gaps": head_gaps,
+              "demask_gaps": demask_gaps, "exact_gaps": exact_gaps, "minutes": round((time.time() - start) / 60, 1)}
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    cols = ["set", "family", "policy", "mean_nfe", "accuracy %", "extra_passes"]
+    md = markdown_table(rows, [c for c in cols if c != "extra_passes" or any(c in r for r in rows)])
+    for title, g in (("MI head vs entropy budget", head_gaps), ("DEMASK rule vs entropy budget", demask_gaps),
+                     ("exact MI vs entropy budget (oracle)", exact_gaps)):
+        if g:
+            md += f"\n\nFrontier gap, {title} (accuracy % at mean NFE ≤ n):\n\n" + markdown_table(g, list(g[0]))
+    (args.out / f"{args.name}.md").write_text(md + "\n")
+    plot_pareto([{**r, "policy": r["family"]} for r in rows], args.out / f"{args.name}.png", "Sudoku frontier")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
