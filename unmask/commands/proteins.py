@@ -137,6 +137,8 @@ def _infill(args: argparse.Namespace) -> None:
     from unmask.tasks.proteins.task import decode_residues
 
     rule = TokenRule(args.temperature)
+    if not args.model:
+        raise UnmaskError("infill needs --model: a pretrained antibody model, e.g. hf:runs/plm/antiberty (`unmask proteins import antiberty`)")
     check_policy(args)
     if args.out:
         check_output_file(args.out)
@@ -228,4 +230,4 @@ def add_parser(sub) -> None:
     f.add_argument("--judge", action="append", metavar="MODEL", help="a model scoring the infills by pseudo-log-likelihood (repeatable)")
     f.add_argument("--out", metavar="FASTA", help="also write every infilled sequence")
     add_eval_args(f, "", batch_size=64, outputs=False)
-    f.set_defaults(temperature=1.0, run=_infill)
+    f.set_defaults(temperature=1.0, model=None, run=_infill)

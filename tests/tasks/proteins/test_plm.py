@@ -167,3 +167,8 @@ def test_imported_models_know_antibodies(name, package, floor, tmp_path, cli):
     mask = (torch.rand(x0.shape, generator=torch.Generator().manual_seed(0)) < 0.15) & (x0 != EOS_ID)
     logits = den(torch.where(mask, MASK_ID, x0)).logits
     assert (logits.argmax(-1) == x0)[mask].float().mean() > floor
+
+
+def test_infill_needs_a_model(cli):
+    code, _, err = cli(["proteins", "infill", "--antibodies", HEAVY])
+    assert code == 2 and "needs --model" in err and len(err.strip().splitlines()) == 1
