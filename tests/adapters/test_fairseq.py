@@ -37,7 +37,7 @@ def tiny_state(seed: int = 0) -> dict[str, torch.Tensor]:
             s[q + f"{ln}.weight"], s[q + f"{ln}.bias"] = 1 + r(D), r(D)
     s |= {"decoder.lm_head.dense.weight": r(D, D), "decoder.lm_head.dense.bias": r(D),
           "decoder.lm_head.layer_norm.weight": 1 + r(D), "decoder.lm_head.layer_norm.bias": r(D),
-          "decoder.lm_head.weight": s[P + "embed_tokens.weight"], "decoder.lm_head.bias": r(VOCAB)}
+          "decoder.lm_head.weight": r(VOCAB, D), "decoder.lm_head.bias": r(VOCAB)}  # untied: a swap would show
     return s
 
 
@@ -126,3 +126,8 @@ def test_bad_checkpoints_are_one_line(tmp_path):
         fairseq_to_roberta(tiny_state(), argparse.Namespace(encoder_attention_heads=3, activation_fn="gelu"))
     with pytest.raises(UnmaskError, match="activation_fn"):
         fairseq_to_roberta(tiny_state(), argparse.Namespace(encoder_attention_heads=2, activation_fn="relu"))
+    with pytest.raises(UnmaskError, match="pre-norm"):
+        fairseq_to_roberta(tiny_state(), argparse.Namespace(encoder_attention_heads=2, encoder_normalize_before=True))
+    extra = tiny_state() | {P + "layer_norm.weight": torch.ones(D)}  # another architecture's final norm
+    with pytest.raises(UnmaskError, match="does not know"):
+        fairseq_to_roberta(extra, ARGS)

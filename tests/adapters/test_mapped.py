@@ -96,3 +96,15 @@ def test_out_of_range_ids_are_refused():
     m, _ = mapped()
     with pytest.raises(UnmaskError, match="token ids"):
         m(torch.tensor([[0, 9, END, END, END, END]]))
+
+
+def test_positions_past_a_rows_end_are_zero_and_a_broken_layout_is_refused():
+    m, _ = mapped()
+    out = m(torch.tensor([[0, END, END, END, END, END], [2, 1, 0, 1, MASK, END]]))
+    assert (out.logits[0, 1:] == 0).all() and (out.hidden[0, 1:] == 0).all()  # row 0 ends at 1, the batch at 5
+    with pytest.raises(UnmaskError, match="continues after its end"):
+        m(torch.tensor([[0, END, 2, END, END, END]]))
+    long = MappedMLM(Recorder(), VOCAB, MappedConfig(seq_len=3, source="x", family="hf"))
+    with pytest.raises(UnmaskError, match="holds 3"):
+        long(torch.tensor([[0, 1, 2, 0, END, END]]))
+    assert m(torch.zeros(0, 6, dtype=torch.long)).logits.shape == (0, 6, V)

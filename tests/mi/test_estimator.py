@@ -368,3 +368,15 @@ def test_calibration_bins_by_exact_mi():
     assert [r["pairs"] for r in rows] == [2, 1, 2]  # the negative entry falls in the first bin
     assert rows[0]["mean_predicted"] == pytest.approx(0.05) and rows[0]["share_predicted_zero"] == 0.5
     assert rows[2]["mean_exact"] == pytest.approx(0.55) and rows[2]["mean_predicted"] == pytest.approx(0.6)
+
+
+def test_several_data_directories_load_as_one_only_from_one_model(tmp_path, make_model):
+    from unmask.mi.data import load_mi_datasets
+
+    cfg = MIDataConfig(states=3, shard_size=3, rows=1, seed=0)
+    for name, sha in (("a", "m1"), ("b", "m1"), ("c", "m2")):
+        build_mi_data(partial(make_model), prompts(), cfg, tmp_path / name, progress=False, source={"model_sha256": sha})
+    both = load_mi_datasets([tmp_path / "a", tmp_path / "b"])
+    assert both["tokens"].shape == (6, 16)
+    with pytest.raises(UnmaskError, match="different models"):
+        load_mi_datasets([tmp_path / "a", tmp_path / "c"])

@@ -17,6 +17,11 @@ HF_PREFIX = "hf:"  # ``--model hf:DIR`` names a local Hugging Face model directo
 ESMC_PREFIX = "esmc:"  # ``--model esmc:FILE`` names a local ESM-C weights file
 
 
+def is_pretrained(spec: str) -> bool:
+    """Does ``--model`` name a pretrained model with its own vocabulary (``hf:DIR`` or ``esmc:FILE``)?"""
+    return spec.startswith((HF_PREFIX, ESMC_PREFIX))
+
+
 @dataclass(frozen=True)
 class HFOptions:
     """How to load a Hugging Face model (ignored for an unmask model directory)."""

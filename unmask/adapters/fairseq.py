@@ -70,6 +70,8 @@ def fairseq_to_roberta(state: dict[str, torch.Tensor], args: argparse.Namespace)
     act = getattr(args, "activation_fn", "gelu")
     if act != "gelu":
         raise UnmaskError(f"fairseq settings: activation_fn={act!r}; only gelu RoBERTa models convert")
+    if getattr(args, "encoder_normalize_before", False):
+        raise UnmaskError("fairseq settings: encoder_normalize_before=True (pre-norm); only post-norm RoBERTa models convert")
     config = dict(vocab_size=int(vocab), hidden_size=int(d), num_hidden_layers=n_layers, num_attention_heads=heads,
                   intermediate_size=int(d_ff), hidden_act="gelu", max_position_embeddings=int(positions),
                   type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=SPECIALS.index("<pad>"),
@@ -100,6 +102,10 @@ def fairseq_to_roberta(state: dict[str, torch.Tensor], args: argparse.Namespace)
         if key not in state:
             raise UnmaskError(f"not a fairseq RoBERTa state dict (no {key})")
         out[dst] = state[key].float().clone()
+    used = {PREFIX + k for k in names} | {"decoder.lm_head." + k for k in head}
+    unused = sorted(k for k in state if k not in used and not k.endswith("version"))
+    if unused:  # e.g. a final layer norm of another architecture: converting without it would be wrong
+        raise UnmaskError(f"fairseq state dict has tensors this conversion does not know: {unused[:3]}")
     out["lm_head.decoder.bias"] = out["lm_head.bias"]
     out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, d)  # fairseq has no segment embedding
     return config, out

@@ -63,7 +63,8 @@ class MappedMLM:
 
     The model input is cut to the batch's longest sequence (+ BOS / EOS): pads beyond are
     attention-masked, so a row's logits do not depend on what else is in the batch (up to float
-    rounding of differently shaped matrix products).
+    rounding of differently shaped matrix products); positions past a row's own end come back as
+    zeros.
     """
 
     def __init__(self, forward: Forward, vocab: VocabMap, cfg: MappedConfig, device: str | torch.device = "cpu") -> None:
@@ -82,10 +83,15 @@ class MappedMLM:
     def model_inputs(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
         """The model's ``(ids (B, S), attention (B, S))`` for task ids ``(B, L)``, and the offset of position 0."""
         tokens = tokens.to(self.device)
-        if tokens.min() < 0 or tokens.max() >= len(self._lut):
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= len(self._lut)):
             raise UnmaskError(f"token ids must be in 0..{len(self._lut) - 1}")
-        lengths = (tokens != self.vocab.task_end).sum(1)  # (B,) the sequences are left-aligned
+        end = tokens == self.vocab.task_end  # (B, L)
+        lengths = (~end).sum(1)  # (B,)
+        if (end.long().diff(dim=1) < 0).any():  # a token after the end: the layout is [tokens … END …]
+            raise UnmaskError("a sequence continues after its end token: the task's layout is tokens first, then END")
         width = int(lengths.max()) if len(tokens) else 0
+        if width > self.cfg.seq_len:
+            raise UnmaskError(f"a sequence of {width} tokens: the model holds {self.cfg.seq_len}")
         body = self._lut[tokens[:, :width]]  # (B, n)
         B = len(tokens)
         parts, offset = [], 0
@@ -111,10 +117,12 @@ class MappedMLM:
         logits = logits[:, offset : offset + width].float().index_select(-1, self._predict)  # (B, n, V)
         hidden = hidden[:, offset : offset + width].float()  # (B, n, D)
         pad = L - width
-        if pad:  # positions past every sequence's end: flat logits, zero states (never decoded)
+        if pad:
             logits = torch.cat([logits, logits.new_zeros(B, pad, self.vocab_size)], dim=1)
             hidden = torch.cat([hidden, hidden.new_zeros(B, pad, hidden.shape[-1])], dim=1)
-        return DenoiserOutput(logits, hidden)  # (B, L, V), (B, L, D)
+        past = (tokens == self.vocab.task_end).to(self.device)[:, :, None]  # (B, L, 1) past each row's own end
+        # there the model saw EOS/PAD (what the batch's longest row set): flat logits, zero states, never decoded
+        return DenoiserOutput(logits.masked_fill(past, 0.0), hidden.masked_fill(past, 0.0))  # (B, L, V), (B, L, D)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.forward.module.parameters())

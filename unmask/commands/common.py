@@ -152,10 +152,10 @@ def load_for_eval(args: argparse.Namespace, task: str):
 
 def load_demo_model(args: argparse.Namespace, task: str):
     """A demo's model: an unmask model directory (it reports the model's size and shape)."""
-    from unmask.adapters import HF_PREFIX
+    from unmask.adapters import is_pretrained
 
-    if args.model.startswith(HF_PREFIX):
-        raise UnmaskError(f"the demo runs an unmask model directory; for {args.model} use `unmask {task} eval --model hf:DIR`")
+    if is_pretrained(args.model):
+        raise UnmaskError(f"the demo runs an unmask model directory; for {args.model} use `unmask {task} eval --model {args.model}`")
     return load_for_eval(args, task)
 
 

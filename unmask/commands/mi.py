@@ -17,16 +17,19 @@ from unmask.io import check_output_file
 
 def _task_and_model(args: argparse.Namespace, hf: bool = False):
     """The task of ``--task`` laid out for the model of ``--model`` (default: the task's shipped one),
-    and the folder the model came from. ``hf``: also take ``hf:DIR`` (a pretrained model; proteins)."""
-    from unmask.adapters import HF_PREFIX, load_denoiser
-    from unmask.tasks import get_task, task_denoiser
+    and the folder the model came from. ``hf``: also take a pretrained model (``hf:DIR``, ``esmc:FILE``)
+    where the task maps one onto its ids (proteins, antibodies)."""
+    from unmask.adapters import is_pretrained, load_denoiser
+    from unmask.tasks import HF_ADAPTERS, get_task, task_denoiser
 
     default = get_task(args.task).default_model
     if args.model is None and default is None:
         raise UnmaskError(f"--task {args.task} has no shipped model: give --model (e.g. hf:DIR)")
     args.model = args.model or str(default)
-    if args.model.startswith(HF_PREFIX) and not hf:
-        raise UnmaskError(f"--model {args.model}: this command takes an unmask model directory (mi map also takes hf:DIR)")
+    if is_pretrained(args.model) and not (hf and args.task in HF_ADAPTERS):
+        where = f"mi map --task {' or '.join(HF_ADAPTERS)}" if hf else "mi map"
+        raise UnmaskError(f"--model {args.model}: this command takes an unmask model directory (only {where} takes a "
+                          "pretrained hf: or esmc: model)")
     loaded = load_denoiser(args.model, task=args.task)
     model = task_denoiser(args.task, loaded)
     return get_task(args.task, model.cfg), model, loaded.directory
@@ -48,14 +51,13 @@ def _data(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from unmask.artifacts import MI_HEAD, copy_model
-    from unmask.mi.data import load_mi_data
+    from unmask.mi.data import load_mi_datasets
     from unmask.mi.estimator import save_head
     from unmask.mi.fit import HeadTrainConfig, fit_head, head_cost
 
     cfg = from_args(HeadTrainConfig, args)
     _, model, _ = _task_and_model(args)
-    parts = [load_mi_data(d) for d in args.data]
-    data = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}  # several builds (e.g. sequential + parallel states)
+    data = load_mi_datasets(args.data)  # several builds (e.g. sequential + parallel states) as one
     torch.set_num_threads(2)
     head, metrics = fit_head(model, data, cfg)
     metrics |= head_cost(model, head, data["tokens"][:250].long())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, load_for_eval,
                                     policy_epilog, policy_from_args, positive_int, train_inputs)
-from unmask.adapters import HF_PREFIX, load_denoiser
+from unmask.adapters import load_denoiser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
@@ -144,14 +144,16 @@ def _infill(args: argparse.Namespace) -> None:
         check_output_file(args.out)
     loaded = load_for_eval(args, "antibodies")
     writer = task_denoiser("antibodies", loaded)
-    task = AntibodyTask(writer.cfg.seq_len, tuple(args.cdrs.split(",")))
-    task.check_model(writer)
-    antibodies = task.read(args.antibodies)
     judges = {}
-    for spec in args.judge or []:
+    for k, spec in enumerate(args.judge or []):
         judge = task_denoiser("antibodies", load_denoiser(spec, args.device, task="antibodies"))
-        task.check_model(judge)
-        judges[Path(spec.removeprefix(HF_PREFIX)).name] = judge
+        name = Path(spec.split(":", 1)[-1]).name
+        judges[name if name not in judges else f"{name}_{k + 1}"] = judge
+    # every model must hold the sequences: the shortest capacity lays them out
+    task = AntibodyTask(min(m.cfg.seq_len for m in [writer, *judges.values()]), tuple(args.cdrs.split(",")))
+    for m in [writer, *judges.values()]:
+        task.check_model(m)
+    antibodies = task.read(args.antibodies)
     policy = policy_from_args(args, loaded, writer)
     m, tokens = infill(task, writer, antibodies, policy, rule, args.samples, args.seed, args.batch_size, judges,
                        progress=not args.json)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm
 
-from unmask.mi.estimator import HeadConfig, MIHead
+from unmask.errors import UnmaskError
+from unmask.mi.estimator import LINKS, HeadConfig, MIHead
 from unmask.mi.exact import symmetrise
 from unmask.optim import adamw, set_lr, warmup_cosine
 
@@ -25,6 +26,10 @@ class HeadTrainConfig:
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
     seed: int = 0  # init and batch order
+
+    def __post_init__(self) -> None:
+        if self.link not in LINKS:
+            raise UnmaskError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
 
 
 def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:

@@ -113,6 +113,14 @@ def test_commands_refuse_what_cannot_work(esm2_dir, tmp_path, cli):
     assert code == 2 and "unmask model directory" in err
     code, _, err = cli(["proteins", "import", "nothing"])
     assert code == 2
+    for task in ("sudoku", "maths"):  # only tasks that map a pretrained model onto their ids take one
+        code, _, err = cli(["mi", "map", "--task", task, "--model", f"hf:{esm2_dir}", "--examples", HEAVY])
+        assert code == 2 and "only mi map --task proteins or antibodies" in err
+    code, _, err = cli(["mi", "data", "--task", "proteins", "--model", "esmc:/nowhere.pth", "--examples", HEAVY,
+                        "--out", tmp_path / "d"])
+    assert code == 2 and "unmask model directory" in err
+    code, _, err = cli(["mi", "train", "--task", "sudoku", "--data", tmp_path / "d", "--link", "sigmoid"])
+    assert code == 2 and "link must be one of" in err
 
 
 @pytest.mark.skipif(importlib.util.find_spec("esm") is None, reason="ESM-C needs the esm package (pip install --no-deps esm)")

@@ -4,7 +4,7 @@ The CDRs are found from conserved framework anchors, not from a numbering tool (
 PyPI's CPU path here); each rule is the usual anchor of one numbering scheme:
 
 - **H1** (AbM definition, H26–H35): from the 4th residue after the first cysteine (Cys22, within
-  residues 18–26) up to the tryptophan of ``W[VIFL][RK]Q`` (Trp36).
+  residues 19–27) up to the tryptophan of ``W[VIFL][RK]Q`` (Trp36).
 - **H2** (Kabat, H50–H65): from 14 residues after Trp36 up to the framework-3 motif
   ``[RK][FVAILG][TSIVAF][IFLMVA][STNRD]`` (H66–H70), which starts 30–33 residues after Trp36
   (16–19 CDR residues: Kabat's insertions 52a–c).

@@ -6,7 +6,7 @@ Argmax recovery barely separates decoding policies on antibodies (all CDR-H3 pos
 - **recovery**: share of the infilled residues equal to the real antibody's;
 - **diversity**: mean Hamming distance between two samples of the same antibody, per infilled residue;
 - **pseudo-log-likelihood** under each judge (Salazar et al., 2020): mean log p(x_i | x_{−i}) over the
-  infilled residues, each masked alone (with its standard error over the infills, and per antibody
+  infilled residues, each masked alone (with its standard error over the antibodies, and per antibody
   so that two policies can be compared on the same antibodies). A judge that did not write the infill (Sapiens for AntiBERTy's,
   and vice versa) rewards what is plausible antibody sequence, not what the writer itself prefers;
 - **NFE**: the writer's forward passes per infill.
@@ -64,7 +64,8 @@ def infill(
            "mean_nfe": float(run.result.nfe.float().mean()), "seconds": round(run.seconds, 2)}
     for name, judge in (judges or {}).items():
         pll = pseudo_log_likelihood(judge, tokens, masked, batch_size)  # (N·K,)
+        per = pll.view(len(antibodies), samples).mean(1)  # (N,) the samples of one antibody are not independent
         out[f"pll_{name}"] = float(pll.mean())
-        out[f"pll_{name}_se"] = float(pll.std() / len(pll) ** 0.5) if len(pll) > 1 else float("nan")
-        out[f"pll_{name}_per_antibody"] = pll.view(len(antibodies), samples).mean(1).tolist()  # for paired comparisons
+        out[f"pll_{name}_se"] = float(per.std() / len(per) ** 0.5) if len(per) > 1 else float("nan")
+        out[f"pll_{name}_per_antibody"] = per.tolist()  # for paired comparisons
     return out, tokens
