@@ -68,7 +68,9 @@ def main() -> None:
     p.add_argument("--tables-only", action="store_true", help="rewrite the tables and plot from OUT/antibody_infill.json")
     args = p.parse_args()
     if args.tables_only:
-        write_tables(json.loads((args.out / "antibody_infill.json").read_text()), args.out)
+        result = json.loads((args.out / "antibody_infill.json").read_text())
+        write_tables(result, args.out)
+        (args.out / "antibody_infill.json").write_text(json.dumps(result, indent=1) + "\n")
         return
 
     torch.set_num_threads(1)
@@ -116,6 +118,9 @@ def matched(rows: list[dict]) -> list[dict]:
 def write_tables(result: dict, out: Path) -> None:
     """The Markdown tables and the plot, from the results (also: ``--tables-only`` from a saved JSON)."""
     rows = result["rows"]
+    for r in rows:  # the standard error over antibodies (the samples of one antibody are not independent)
+        per = torch.tensor(r["pll_judge_per_antibody"])
+        r["pll_judge_se"] = float(per.std() / len(per) ** 0.5)
     md = markdown_table(rows, COLUMNS)
     pairs = matched(rows)
     if pairs:
