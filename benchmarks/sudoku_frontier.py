@@ -1,6 +1,6 @@
 """The low-NFE frontier on Sudoku: accuracy vs mean NFE for every adaptive rule, each swept widely.
 
-    python benchmarks/sudoku_frontier.py --model runs/mi-head-sudoku        # a model folder with its MI head
+    python benchmarks/sudoku_frontier.py --head benchmarks/results/sudoku_head_relu --n 500 --exact-n 50 --threads 2
     python benchmarks/sudoku_frontier.py --n 50 --exact-n 10 --quick         # a fast look
 
 Families (each a sweep; specs in the README's policy table):
@@ -68,30 +68,33 @@ def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder (its mi_head.* is the head)")
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
+    p.add_argument("--head", help="folder of the MI head (mi_head.*) to use (default: the model folder's)")
     p.add_argument("--data-dir", default="data/sudoku", type=Path, help="folder of test-kaggle.csv and test-hard.csv")
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
     p.add_argument("--exact-n", type=int, default=100, help="puzzles for the exact-MI oracle (0: skip)")
     p.add_argument("--quick", action="store_true", help="every other sweep point")
     p.add_argument("--name", default="sudoku_frontier")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args(argv)
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     start = time.time()
     model = load_model(args.model, task="sudoku")
+    head_dir = args.head or args.model  # where build_policy finds the MI head
     task = SudokuTask()
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
     rows = []
     for family, specs in FAMILIES.items():
         specs = specs[::2] if args.quick else specs
-        for r in compare(task, model, sets, [build_policy(s, model, args.model) for s in specs], progress=False):
+        for r in compare(task, model, sets, [build_policy(s, model, head_dir) for s in specs], progress=False):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     if args.exact_n:
         first = {f"{name} (first {args.exact_n})": standard_set(args.data_dir, name, args.exact_n) for name in REGIME}
         for family, spec in (("entropy budget", "mi:gamma={g},lam=0"), ("exact MI λ=2", "mi_exact:gamma={g},lam=2")):
-            policies = [build_policy(spec.format(g=g), model, args.model) for g in EXACT_GAMMAS]
+            policies = [build_policy(spec.format(g=g), model, head_dir) for g in EXACT_GAMMAS]
             for r in compare(task, model, first, policies, progress=False):
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
@@ -100,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     demask_gaps = gaps(rows, [s for s in all_sets if "(first" not in s], ["demask"])
     exact_gaps = gaps(rows, [s for s in all_sets if "(first" in s], ["exact MI λ=2"])
     args.out.mkdir(parents=True, exist_ok=True)
-    result = {"model": shown_path(args.model), "n": args.n, "exact_n": args.exact_n, "rows": rows, "head_gaps": head_gaps,
+    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n, "threads": args.threads,
+              "rows": rows, "head_gaps": head_gaps,
               "demask_gaps": demask_gaps, "exact_gaps": exact_gaps, "minutes": round((time.time() - start) / 60, 1)}
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     cols = ["set", "family", "policy", "mean_nfe", "accuracy %", "extra_passes"]
