@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from unmask.decode import decode, parse_policy
 from unmask.eval import markdown_table, shown_path
 from unmask.mi import exact_mi
+from unmask.mi.data import states_along
 from unmask.model import load_model
 from unmask.tasks.sudoku.data import to_tokens
 from unmask.tasks.sudoku.generate import standard_set
@@ -37,11 +37,7 @@ KINDS = {"sequential": "sequential", "parallel": "mi:gamma=1,lam=0"}  # whose tr
 
 def states(model, puzzles: torch.Tensor, policy: str, seed: int) -> torch.Tensor:
     """One state per puzzle at a uniformly random step of its trajectory under ``policy``."""
-    traj = decode(model, puzzles, parse_policy(policy), seeds=torch.arange(len(puzzles)) + seed)
-    gen = torch.Generator().manual_seed(seed)
-    step = (torch.rand(len(puzzles), generator=gen) * traj.nfe).long()
-    masked = traj.reveal_step >= step[:, None]
-    return torch.where(masked, model.mask_id, traj.tokens)
+    return states_along(model, puzzles, policy, torch.arange(len(puzzles)) + seed, torch.Generator().manual_seed(seed))
 
 
 def main() -> None:

@@ -55,16 +55,21 @@ def shard_path(out: Path, k: int) -> Path:
     return out / f"shard-{k:05d}.npz"
 
 
+def states_along(denoiser, start: torch.Tensor, policy: str, seeds: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """``(n, L)`` one state per prompt of ``start``, at a uniformly random step of its trajectory under ``policy``."""
+    traj = decode(denoiser, start, parse_policy(policy), seeds=seeds)
+    step = (torch.rand(len(start), generator=gen) * traj.nfe).long()  # (n,) a step in [0, nfe)
+    masked = traj.reveal_step >= step[:, None]  # revealed at or after that step = still masked then
+    return torch.where(masked, denoiser.mask_id, traj.tokens)
+
+
 def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> dict[str, np.ndarray]:
     """States and exact MI rows of shard ``k`` (deterministic in ``cfg.seed`` and ``k``)."""
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + k)
     n = min(cfg.shard_size, cfg.states - k * cfg.shard_size)
     idx = torch.randint(len(prompts), (n,), generator=gen)
-    start = prompts[idx]
-    traj = decode(denoiser, start, parse_policy(cfg.policy), seeds=idx)
-    step = (torch.rand(n, generator=gen) * traj.nfe).long()  # (n,) a step in [0, nfe)
-    masked = traj.reveal_step >= step[:, None]  # revealed at or after that step = still masked then
-    tokens = torch.where(masked, denoiser.mask_id, traj.tokens)
+    tokens = states_along(denoiser, prompts[idx], cfg.policy, idx, gen)
+    masked = tokens == denoiser.mask_id
     score = torch.rand(tokens.shape, generator=gen).masked_fill(~masked, -1.0)
     rows = masked if cfg.rows == 0 else masked & (score.argsort(1, descending=True).argsort(1) < cfg.rows)
     res = exact_mi(denoiser, tokens, rows=rows, eps=cfg.eps)

@@ -28,7 +28,7 @@ from unmask.errors import UnmaskError
 from unmask.tasks.base import Board
 from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, read_fasta
 from unmask.tasks.proteins.task import (EOS_ID, MASK_ID, VOCAB_SIZE, check_protein_model, decode_residues, encode_residues,
-                                        refuse_long)
+                                        parse_residue, refuse_long)
 
 NAME = "antibodies"
 CDR_NAMES = ("H1", "H2", "H3")
@@ -149,14 +149,7 @@ class AntibodyTask:
         return Board((rows, cols), pos, labels + [""] * (rows * cols - n))
 
     def parse_position(self, text: str, tokens: torch.Tensor) -> int:
-        n = int((tokens != EOS_ID).sum())
-        try:
-            k = int(text)
-        except ValueError:
-            raise UnmaskError(f"position {text!r}: expected a residue number 1..{n}") from None
-        if not 1 <= k <= n or tokens[k - 1] != MASK_ID:
-            raise UnmaskError(f"residue {k}: choose a masked (CDR) residue in 1..{n}")
-        return k - 1
+        return parse_residue(text, tokens)
 
 
 @torch.no_grad()

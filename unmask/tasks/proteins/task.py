@@ -71,6 +71,20 @@ def refuse_long(path, records: list, max_len: int) -> list:
     return records
 
 
+def parse_residue(text: str, tokens: torch.Tensor) -> int:
+    """The 0-based position of the masked residue a user numbers ``text`` (1-based) in ``tokens`` ``(L,)``."""
+    n = int((tokens != EOS_ID).sum())
+    try:
+        k = int(text)
+    except ValueError:
+        raise UnmaskError(f"position {text!r}: expected a residue number 1..{n}") from None
+    if not 1 <= k <= n:
+        raise UnmaskError(f"position {k}: the sequence has residues 1..{n}")
+    if tokens[k - 1] != MASK_ID:
+        raise UnmaskError(f"residue {k} is given; choose a masked one")
+    return k - 1
+
+
 def check_protein_model(denoiser: Denoiser) -> None:
     """Refuse a model that does not predict the 20 residues with the protein mask id."""
     if denoiser.vocab_size != VOCAB_SIZE or denoiser.mask_id != MASK_ID:
@@ -122,16 +136,7 @@ class ProteinTask:
                      labels + [""] * (rows * cols - self.max_len))
 
     def parse_position(self, text: str, tokens: torch.Tensor) -> int:
-        n = int((tokens != EOS_ID).sum())
-        try:
-            k = int(text)
-        except ValueError:
-            raise UnmaskError(f"position {text!r}: expected a residue number 1..{n}") from None
-        if not 1 <= k <= n:
-            raise UnmaskError(f"position {k}: the sequence has residues 1..{n}")
-        if tokens[k - 1] != MASK_ID:
-            raise UnmaskError(f"residue {k} is given; choose a masked one")
-        return k - 1
+        return parse_residue(text, tokens)
 
 
 @dataclass
