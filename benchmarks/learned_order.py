@@ -6,8 +6,15 @@
 Fixed budgets T: the ``learned`` policy (the order policy saved in ``--model``, run at budget T) vs
 IID (``random``), Top-Prob and Top-Prob-Margin at the same T — accuracy and the mean and range of the
 steps each used; then the adaptive policies (entropy budget ``mi`` with λ = 0, ``eb``, ``threshold``)
-swept so that their mean NFE covers the learned policy's. Writes ``learned_order.{json,md,png}``
-beside the reference paper's rows (170M MDM on GSM8K; Bristol/Mistral, seed 004).
+swept so that their mean NFE covers the learned policy's. ``--learned NAME=DIR`` adds more order
+policies trained for the same base model (e.g. with other step costs ``--step-cost``), each run at
+the budget it was trained for: the learned family's points on the accuracy-vs-NFE frontier.
+
+Writes ``learned_order.{json,md,png}`` beside the reference paper's rows (170M MDM on GSM8K;
+Bristol/Mistral, seed 004), and ``frontier.md``: every learned point against the heuristics at the
+same mean NFE — the best heuristic row at most that cheap, and the best coin-flip mixture of two
+heuristic rows at exactly that NFE (``unmask.eval.mixture_frontier``, the stricter comparator).
+``--tables-only`` rebuilds the tables and the plot from ``learned_order.json``.
 """
 
 from __future__ import annotations
@@ -19,12 +26,13 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import evaluate, markdown_table, shown_path
-from unmask.model import load_model
-from unmask.order.net import OrderConfig, OrderNet
+from unmask.eval import evaluate, frontier, markdown_table, mixture_frontier, shown_path
+from unmask.model import WEIGHTS_FILE, load_model
+from unmask.order.net import OrderConfig, OrderNet, load_order_net
 from unmask.order.policy import LearnedOrder
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy, policy_spec
+from unmask.runs import file_digest
 from unmask.tasks import get_task
 
 BUDGETS = [4, 5, 10, 15]
@@ -40,20 +48,63 @@ REFERENCE = [  # seed 004, 170M MDM on GSM8K: (policy, T, mean steps, accuracy %
 ]
 
 
+def family(label: str) -> str:
+    """``learned`` for every trained order policy, else the policy's name (IID, Top-Prob, … entropy budget)."""
+    name = label.split(":")[0]
+    return "learned" if name.startswith("learned") and "untrained" not in name else name
+
+
+def frontier_rows(rows: list[dict]) -> list[dict]:
+    """Each learned row against the heuristics of its set at its mean NFE (untrained init left out)."""
+    out = []
+    for r in rows:
+        if family(r["policy"]) != "learned":
+            continue
+        heur = [h for h in rows if h["set"] == r["set"] and family(h["policy"]) not in ("learned", "learned-untrained")]
+        step, mix = frontier(heur, r["mean_nfe"]), mixture_frontier(heur, r["mean_nfe"])
+        best = max((h for h in heur if h["mean_nfe"] <= r["mean_nfe"] + 1e-9), key=lambda h: h["accuracy %"], default=None)
+        out.append({"set": r["set"], "policy": r["policy"], "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"],
+                    "best heuristic at ≤ NFE": None if best is None else f"{best['policy']} ({step})",
+                    "gap vs step frontier": None if step is None else round(r["accuracy %"] - step, 1),
+                    "heuristic mixture %": None if mix is None else round(mix, 1),
+                    "gap vs mixture": None if mix is None else round(r["accuracy %"] - mix, 1)})
+    return sorted(out, key=lambda r: (r["set"], r["mean_nfe"]))
+
+
+def write_tables(result: dict, out: Path, task: str) -> str:
+    rows = result["rows"]
+    table = markdown_table(rows + result["reference"], ["set", "policy", "budget T", "mean_nfe", "steps range", "accuracy %", "seconds"])
+    (out / "learned_order.md").write_text(table + "\n")
+    gaps = markdown_table(frontier_rows(rows), ["set", "policy", "mean_nfe", "accuracy %", "best heuristic at ≤ NFE",
+                                                "gap vs step frontier", "heuristic mixture %", "gap vs mixture"])
+    (out / "frontier.md").write_text(gaps + "\n")
+    plot_pareto([{**r, "policy": family(r["policy"])} for r in rows], out / "learned_order.png",
+                f"{task}: learned order vs heuristics")
+    return table + "\n\n" + gaps
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="maths", help="sudoku or maths")
     p.add_argument("--model", required=True, help="model directory holding order_policy.* beside the model")
-    p.add_argument("--sets", nargs="+", required=True, metavar="NAME=FILE", help="the task's example files to score")
+    p.add_argument("--sets", nargs="+", metavar="NAME=FILE", help="the task's example files to score")
     p.add_argument("--n", type=int, default=200, help="first N examples of each set")
     p.add_argument("--budgets", type=int, nargs="+", default=BUDGETS)
     p.add_argument("--adaptive", nargs="*", default=ADAPTIVE, help="adaptive policy specs")
+    p.add_argument("--learned", nargs="*", default=[], metavar="NAME=DIR",
+                   help="more order policies for the same base model (model directories), each at its trained budget")
     p.add_argument("--batch-size", type=int, default=200)
     p.add_argument("--untrained", action="store_true", help="also the order network at its initialisation (what training adds)")
-    p.add_argument("--out", type=Path, required=True, help="folder for learned_order.{json,md,png}")
+    p.add_argument("--out", type=Path, required=True, help="folder for learned_order.{json,md,png} and frontier.md")
+    p.add_argument("--tables-only", action="store_true", help="rebuild the tables and the plot from OUT/learned_order.json")
     args = p.parse_args()
+    if args.tables_only:
+        print(write_tables(json.loads((args.out / "learned_order.json").read_text()), args.out, args.task))
+        return
     if args.n < 1:
         p.error("--n must be >= 1")
+    if not args.sets:
+        p.error("--sets is required (or --tables-only)")
 
     torch.set_num_threads(2)
     start = time.time()
@@ -70,6 +121,17 @@ def main() -> None:
         trained = build_policy("learned", model, args.model).net.cfg
         fresh = OrderNet(OrderConfig(trained.d_in, trained.d_hidden, trained.tau, trained.budget)).eval()
         runs += [(LearnedOrder(steps=t, net=fresh), t, f"learned-untrained:steps={t}") for t in args.budgets]
+    base = file_digest(Path(args.model) / WEIGHTS_FILE)
+    extra = {}
+    for item in args.learned:
+        name, eq, path = item.partition("=")
+        if not eq:
+            p.error(f"--learned takes NAME=DIR, got {item!r}")
+        if file_digest(Path(path) / WEIGHTS_FILE) != base:
+            p.error(f"--learned {item}: its base model is not --model's (the policy was trained for another model)")
+        net = load_order_net(path)
+        extra[name] = json.loads((Path(path) / "order_policy.json").read_text()).get("train_config")
+        runs.append((LearnedOrder(net=net), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget}"))
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     rows = []
     for set_name, examples in sets.items():
@@ -82,12 +144,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"model": shown_path(args.model), "task": args.task, "sets": args.sets, "n": args.n,
             "order_policy": json.loads((Path(args.model) / "order_policy.json").read_text()).get("train"),
+            "learned": {name: {"directory": shown_path(item.partition("=")[2]), "train_config": cfg}
+                        for (name, cfg), item in zip(extra.items(), args.learned)},
             "minutes": round((time.time() - start) / 60, 1)}
-    (args.out / "learned_order.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
-    table = markdown_table(rows + REFERENCE, ["set", "policy", "budget T", "mean_nfe", "steps range", "accuracy %", "seconds"])
-    (args.out / "learned_order.md").write_text(table + "\n")
-    plot_pareto(rows, args.out / "learned_order.png", f"{args.task}: learned order vs heuristics")
-    print(table)
+    result = {"meta": meta, "rows": rows, "reference": REFERENCE}
+    (args.out / "learned_order.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(write_tables(result, args.out, args.task))
 
 
 if __name__ == "__main__":

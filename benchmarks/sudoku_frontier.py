@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import compare, markdown_table, shown_path
+from unmask.eval import compare, frontier, markdown_table, shown_path
 from unmask.model import load_model
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy
@@ -44,12 +44,6 @@ FAMILIES = {  # family → specs
 }
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
-
-
-def frontier(rows: list[dict], n: float) -> float | None:
-    """Best accuracy % among ``rows`` at mean NFE ≤ ``n`` (None if none is that cheap)."""
-    ok = [r["accuracy %"] for r in rows if r["mean_nfe"] <= n + 1e-9]
-    return max(ok) if ok else None
 
 
 def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from unmask.eval import markdown_table, shown_path
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from unmask.eval import frontier, markdown_table, mixture_frontier, shown_path
 
 
 def test_markdown_table_rounds_floats_and_blanks_missing_cells():
@@ -17,3 +21,39 @@ def test_shown_path_is_relative_inside_the_working_directory(tmp_path, monkeypat
     assert shown_path("models/m") == "models/m"
     outside = tmp_path.parent / "elsewhere"
     assert shown_path(outside) == str(outside)  # outside: kept as given, never a '../' chain
+
+
+def rows_of(*points):
+    return [{"mean_nfe": x, "accuracy %": y} for x, y in points]
+
+
+def test_step_and_mixture_frontiers_on_a_hand_made_family():
+    rows = rows_of((1.0, 50.0), (2.0, 60.0), (3.0, 90.0), (3.0, 80.0), (4.0, 85.0), (5.0, 95.0))
+    assert frontier(rows, 0.9) is None and frontier(rows, 2.5) == 60.0 and frontier(rows, 10) == 95.0
+    assert mixture_frontier(rows, 0.9) is None
+    # (2, 60) lies under the chord from (1, 50) to (3, 90): a coin flip between those two beats it
+    assert mixture_frontier(rows, 2.0) == pytest.approx(70.0)
+    assert mixture_frontier(rows, 1.5) == pytest.approx(60.0)
+    assert mixture_frontier(rows, 3.0) == pytest.approx(90.0)  # the better of two rows at the same NFE
+    assert mixture_frontier(rows, 4.0) == pytest.approx(92.5)  # (4, 85) is dominated by the chord to (5, 95)
+    assert mixture_frontier(rows, 7.0) == pytest.approx(95.0)  # flat past the best
+
+
+points = st.lists(st.tuples(st.floats(1, 20), st.floats(0, 100)), min_size=1, max_size=12)
+
+
+@given(points, st.floats(0.5, 25))
+def test_the_mixture_frontier_is_at_least_the_step_frontier_and_achievable(pts, n):
+    rows = rows_of(*pts)
+    step, mix = frontier(rows, n), mixture_frontier(rows, n)
+    assert (step is None) == (mix is None)
+    if mix is not None:
+        assert mix >= step - 1e-6  # mixing can only help
+        assert mix <= max(y for _, y in pts) + 1e-6
+        # achievable: some two rows, one at most n and one at least n (or the best row, past it), mix to it
+        below = [(x, y) for x, y in pts if x <= n + 1e-9]
+        above = [(x, y) for x, y in pts if x >= n - 1e-9]
+        best = max(
+            [y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 > x0 else max(y0, y1) for x0, y0 in below for x1, y1 in above]
+            + [max(y for _, y in below)])
+        assert mix == pytest.approx(best, abs=1e-6)

@@ -107,6 +107,35 @@ def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_si
     return rows
 
 
+def frontier(rows: list[dict], n: float, key: str = "accuracy %") -> float | None:
+    """Best ``row[key]`` among ``rows`` at mean NFE ≤ ``n`` (None if none is that cheap): the step
+    frontier of a family of policies."""
+    ok = [r[key] for r in rows if r["mean_nfe"] <= n + 1e-9]
+    return max(ok) if ok else None
+
+
+def mixture_frontier(rows: list[dict], n: float, key: str = "accuracy %") -> float | None:
+    """The best ``row[key]`` a per-example coin flip between two of ``rows`` reaches at mean NFE ``n``:
+    the upper concave hull of (mean NFE, key) at ``n``, flat past the best row (None below the cheapest).
+
+    A stricter comparator than :func:`frontier`: a mixture of two settings is itself a policy, so a
+    method that beats only the step frontier between two sweep points has not beaten the family."""
+    pts = sorted((r["mean_nfe"], -r[key]) for r in rows)  # by NFE, the most accurate first at equal NFE
+    if not pts or n < pts[0][0] - 1e-9:
+        return None
+    hull: list[tuple[float, float]] = []
+    for x, y in ((x, -y) for x, y in pts):
+        if hull and (y <= hull[-1][1] or x == hull[-1][0]):
+            continue  # dominated: no more accurate than something as cheap
+        while len(hull) >= 2 and (hull[-1][1] - hull[-2][1]) * (x - hull[-2][0]) <= (y - hull[-2][1]) * (hull[-1][0] - hull[-2][0]):
+            hull.pop()  # under the chord from hull[-2] to this point
+        hull.append((x, y))
+    for (x0, y0), (x1, y1) in zip(hull, hull[1:]):
+        if n <= x1:
+            return y0 + (y1 - y0) * max(n - x0, 0.0) / (x1 - x0)
+    return hull[-1][1]
+
+
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A Markdown table of ``rows`` restricted to ``columns`` (floats to 3 significant places)."""
 

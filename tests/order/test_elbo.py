@@ -4,7 +4,8 @@ sequence (an oracle joint over L = 3 binary tokens, budget T = 2 or 3).
 Planted bugs these catch: a KL formula off by a term or with P and Q swapped (closed form vs Monte
 Carlo), a rollout that drops or double-counts a step's likelihood (rollout mean vs exact ELBO), a
 bound above log p (ELBO ≤ log p), a wrong leave-one-out baseline or a missing score-function or KL
-gradient (RLOO gradient vs the exact gradient).
+gradient (RLOO gradient vs the exact gradient), a step cost left out of the reward-to-go or charged
+to the wrong steps (RLOO gradient of ELBO − c·NFE vs its exact gradient).
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ def subsets(masked: torch.Tensor):
         yield r
 
 
-def exact(denoiser, tokens, clean, prior, posterior, budget: int, step: int = 0):
-    """(exact ELBO, exact log p(x_0) under P̃) from state ``tokens`` (1, L), by enumeration.
+def exact(denoiser, tokens, clean, prior, posterior, budget: int, step: int = 0, step_cost: float = 0.0):
+    """(exact ELBO − c·E_Q[NFE], exact log p(x_0) under P̃) from state ``tokens`` (1, L), by enumeration.
 
-    ELBO = E_Q[Σ_t loglik_t + log P̃(r_t) − log Q(r_t)]; log p = log Σ_traj Π_t P̃(r_t) exp(loglik_t).
-    Differentiable in the networks' parameters."""
+    ELBO = E_Q[Σ_t loglik_t + log P̃(r_t) − log Q(r_t)]; log p = log Σ_traj Π_t P̃(r_t) exp(loglik_t);
+    c = ``step_cost`` per step taken. Differentiable in the networks' parameters."""
     st = state_of(denoiser, tokens, step)
     masked = st.masked[0]
     if not masked.any():
@@ -69,11 +70,11 @@ def exact(denoiser, tokens, clean, prior, posterior, budget: int, step: int = 0)
         if log_q.exp() == 0:
             continue
         nxt = torch.where(r, clean[0], tokens[0])[None]
-        e_next, lp_next = exact(denoiser, nxt, clean, prior, posterior, budget, step + 1)
+        e_next, lp_next = exact(denoiser, nxt, clean, prior, posterior, budget, step + 1, step_cost)
         ll = true_lp[r].sum()
         elbo = elbo + log_q.exp() * (ll + log_pt - log_q + e_next)
         terms.append(log_pt + ll + lp_next)
-    return elbo, torch.logsumexp(torch.stack(terms), 0)
+    return elbo - step_cost, torch.logsumexp(torch.stack(terms), 0)  # this step is taken whatever r is
 
 
 @pytest.fixture
@@ -153,20 +154,39 @@ def test_elbo_is_tight_when_q_is_the_posterior(toy):
     assert float(elbo) == pytest.approx(float(log_p), abs=1e-5)
 
 
-def test_rloo_gradient_matches_the_exact_gradient(toy):
+def flat(grads, params) -> torch.Tensor:
+    return torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten() for g, p in zip(grads, params)])
+
+
+@pytest.mark.parametrize("step_cost", [0.0, 2.0])
+def test_rloo_gradient_matches_the_exact_gradient(toy, step_cost):
     oracle, start, clean = toy
     budget = 3
     prior, posterior = nets(oracle.vocab_size + 1, budget, seed=1)
     params = [*prior.parameters(), *posterior.parameters()]
-    elbo, _ = exact(oracle, start, clean, prior, posterior, budget)
-    exact_grad = torch.autograd.grad(-elbo / 3, params, allow_unused=True)  # the loss is per generated position
-    exact_grad = torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten() for g, p in zip(exact_grad, params)])
+    objective, _ = exact(oracle, start, clean, prior, posterior, budget, step_cost=step_cost)
+    exact_grad = flat(torch.autograd.grad(-objective / 3, params, allow_unused=True), params)  # the loss is per generated position
     k = 40_000
     roll = rollout(oracle, start, clean, prior, posterior, budget, samples=k, seeds=torch.arange(k))
-    mc_grad = torch.autograd.grad(order_loss(roll, k), params, allow_unused=True)
-    mc_grad = torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten() for g, p in zip(mc_grad, params)])
+    mc_grad = flat(torch.autograd.grad(order_loss(roll, k, step_cost=step_cost), params, allow_unused=True), params)
     assert exact_grad.norm() > 1e-3  # a gradient worth comparing
     assert float((mc_grad - exact_grad).norm() / exact_grad.norm()) < 0.1
     # Both halves matter: ψ only through the KL, φ through the KL and the score function.
     n_prior = sum(p.numel() for p in prior.parameters())
     assert exact_grad[:n_prior].norm() > 0 and exact_grad[n_prior:].norm() > 0
+    if step_cost:  # the cost moves φ's gradient by more than the tolerance, so dropping it fails above
+        plain, _ = exact(oracle, start, clean, prior, posterior, budget)
+        plain_grad = flat(torch.autograd.grad(-plain / 3, params, allow_unused=True), params)
+        assert float((plain_grad - exact_grad).norm() / exact_grad.norm()) > 0.3
+        assert torch.allclose(plain_grad[:n_prior], exact_grad[:n_prior])  # ψ sees the cost only through Q
+
+
+def test_objective_charges_every_pass(toy):
+    oracle, start, clean = toy
+    prior, posterior = nets(oracle.vocab_size + 1, 3)
+    with torch.no_grad():
+        roll = rollout(oracle, start, clean, prior, posterior, 3, samples=50, seeds=torch.arange(50))
+    assert torch.allclose(roll.objective(0.5), roll.elbo - 0.5 * roll.nfe)
+    after = roll.steps_after()  # (N, T): steps left after t, 0 once finished
+    assert torch.equal(after[:, 0], (roll.nfe - 1).to(after.dtype)) and (after[:, -1] == 0).all()
+    assert (roll.nfe > 1).any() and (roll.nfe < 3).any()  # both kinds of rollout were drawn

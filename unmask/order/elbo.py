@@ -10,6 +10,12 @@ gradient of the KL terms; φ gets that plus REINFORCE on the reward-to-go with a
 baseline over K rollouts of each sequence (RLOO; Kool et al. 2019); θ (``finetune``) gets the
 likelihood terms directly. Rollouts reveal the true tokens (teacher forcing).
 
+A step cost c (nats per forward pass) turns the bound into the objective ELBO − c·NFE: without it
+nothing in the ELBO pays for a pass, so a policy spends its whole budget T; with it, Q_φ learns
+when revealing more at once costs less likelihood than a pass is worth, and P_ψ, which matches Q_φ
+through the KL, follows. c enters only φ's reward-to-go (the number of steps after t is what r_t
+decides).
+
 P's certain positions (p = 1: its best one) would make KL(Q‖P) infinite whenever Q may skip them,
 so the KL and the bound use P̃ = P with probabilities kept in [ε, 1 − ε] except where P and Q are
 both certain of the same outcome; sampling at inference uses P itself.
@@ -57,6 +63,15 @@ class Rollout:
         """``(N,)`` the Rao-Blackwellised ELBO of each rollout."""
         return (self.loglik - self.kl).sum(1)
 
+    def objective(self, step_cost: float = 0.0) -> torch.Tensor:
+        """``(N,)`` ELBO − c·NFE: what training maximises under a step cost of c nats per pass."""
+        return self.elbo - step_cost * self.nfe.to(self.elbo.dtype)
+
+    def steps_after(self) -> torch.Tensor:
+        """``(N, T)`` how many steps each rollout took after step t (0 from its last step on)."""
+        t = torch.arange(self.loglik.shape[1], device=self.nfe.device)
+        return (self.nfe[:, None] - t - 1).clamp_min(0).to(self.loglik.dtype)
+
 
 def rollout(denoiser, start: torch.Tensor, clean: torch.Tensor, prior, posterior, budget: int, samples: int,
             seeds: torch.Tensor) -> Rollout:
@@ -89,17 +104,19 @@ def rollout(denoiser, start: torch.Tensor, clean: torch.Tensor, prior, posterior
     return Rollout(stack(loglik), stack(kl), stack(log_q), result.nfe, (tokens == denoiser.mask_id).sum(1))
 
 
-def order_loss(roll: Rollout, samples: int, finetune: bool = False) -> torch.Tensor:
-    """The surrogate whose gradient is −∇ELBO in expectation (per generated position, mean over rows).
+def order_loss(roll: Rollout, samples: int, finetune: bool = False, step_cost: float = 0.0) -> torch.Tensor:
+    """The surrogate whose gradient is −∇(ELBO − c·NFE) in expectation (per generated position, mean
+    over rows; c = ``step_cost`` nats per pass).
 
     ψ: ∇ Σ_t KL_t. φ: ∇ Σ_t KL_t − Σ_t ∇log Q(r_t) · (G_t − b_t), with G_t the reward-to-go
-    Σ_{t'≥t} loglik_{t'} − Σ_{t'>t} KL_{t'} and b_t its mean over the other K − 1 rollouts of the
-    same sequence (RLOO). θ (``finetune``): −∇ Σ_t loglik_t.
+    Σ_{t'≥t} loglik_{t'} − Σ_{t'>t} KL_{t'} − c·(steps after t) and b_t its mean over the other K − 1
+    rollouts of the same sequence (RLOO). θ (``finetune``): −∇ Σ_t loglik_t.
     """
     if samples < 2:
         raise ValueError("RLOO needs at least 2 rollouts per sequence")
     ll, kl = roll.loglik.detach(), roll.kl.detach()
     to_go = ll.flip(1).cumsum(1).flip(1) - (kl.flip(1).cumsum(1).flip(1) - kl)  # (N, T) G_t
+    to_go = to_go - step_cost * roll.steps_after()
     g = to_go.view(-1, samples, to_go.shape[1])  # (B, K, T)
     baseline = (g.sum(1, keepdim=True) - g) / (samples - 1)
     adv = (g - baseline).reshape_as(to_go)

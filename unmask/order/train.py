@@ -43,6 +43,7 @@ class OrderTrainConfig:
     batch_size: int = 16  # sequences per step in each process, each rolled out `samples` times
     samples: int = 4  # K: rollouts per sequence (the RLOO baseline averages the other K - 1)
     tau: float = 1.0  # τ: temperature of the max-normalised reveal probabilities
+    step_cost: float = 0.0  # c: nats charged per forward pass; trains ELBO − c·NFE so the policy trades passes (0: plain ELBO)
     d_hidden: int = 64  # hidden width of the order networks
     lr: float = 3e-3  # peak learning rate of the order networks
     warmup: int = 20  # linear warm-up steps
@@ -60,6 +61,8 @@ class OrderTrainConfig:
             raise UnmaskError("budget, steps, batch_size, eval_every and ckpt_every must be >= 1")
         if self.samples < 2:
             raise UnmaskError(f"samples must be >= 2 (the leave-one-out baseline needs another rollout), got {self.samples}")
+        if not self.step_cost >= 0:
+            raise UnmaskError(f"step_cost must be >= 0 (nats per forward pass), got {self.step_cost}")
         if not (self.tau > 0 and self.lr > 0 and self.finetune_lr > 0 and self.grad_clip > 0 and self.warmup >= 0):
             raise UnmaskError("need tau > 0, lr > 0, finetune_lr > 0, grad_clip > 0, warmup >= 0")
 
@@ -125,7 +128,7 @@ def train_order(
         seeds = torch.randint(2**62, (cfg.batch_size * cfg.samples,), generator=gen)
         roll = rollout(denoiser, starts[idx].to(device), cleans[idx].to(device), prior, posterior, cfg.budget,
                        cfg.samples, seeds.to(device))
-        loss = order_loss(roll, cfg.samples, cfg.finetune)
+        loss = order_loss(roll, cfg.samples, cfg.finetune, cfg.step_cost)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         average_gradients(params)
@@ -134,7 +137,8 @@ def train_order(
         step += 1
         per_pos = roll.masked.clamp_min(1).double()
         for key, value in {"elbo": roll.elbo.detach() / per_pos, "kl": roll.kl.detach().sum(1) / per_pos,
-                           "loglik": roll.loglik.detach().sum(1) / per_pos, "mean_steps": roll.nfe.double()}.items():
+                           "loglik": roll.loglik.detach().sum(1) / per_pos, "mean_steps": roll.nfe.double(),
+                           "objective": roll.objective(cfg.step_cost).detach() / per_pos}.items():
             sums[key] = sums.get(key, 0.0) + float(value.mean())
         sums["n"] = sums.get("n", 0) + 1
         bar.update(1)
