@@ -83,7 +83,7 @@ def write_tables(result: dict, out: Path, task: str) -> str:
     return table + "\n\n" + gaps
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="maths", help="sudoku or maths")
     p.add_argument("--model", required=True, help="model directory holding order_policy.* beside the model")
@@ -97,7 +97,7 @@ def main() -> None:
     p.add_argument("--untrained", action="store_true", help="also the order network at its initialisation (what training adds)")
     p.add_argument("--out", type=Path, required=True, help="folder for learned_order.{json,md,png} and frontier.md")
     p.add_argument("--tables-only", action="store_true", help="rebuild the tables and the plot from OUT/learned_order.json")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.tables_only:
         print(write_tables(json.loads((args.out / "learned_order.json").read_text()), args.out, args.task))
         return
@@ -127,10 +127,15 @@ def main() -> None:
         name, eq, path = item.partition("=")
         if not eq:
             p.error(f"--learned takes NAME=DIR, got {item!r}")
-        if file_digest(Path(path) / WEIGHTS_FILE) != base:
+        recorded = json.loads((Path(path) / "order_policy.json").read_text())
+        weights = Path(path) / WEIGHTS_FILE  # a model directory, or order_policy.* alone with its trainer's record
+        theirs = file_digest(weights) if weights.is_file() else recorded.get("source", {}).get("model_sha256")
+        if theirs is None:
+            p.error(f"--learned {item}: neither model weights beside it nor a recorded base-model hash")
+        if theirs != base:
             p.error(f"--learned {item}: its base model is not --model's (the policy was trained for another model)")
         net = load_order_net(path)
-        extra[name] = json.loads((Path(path) / "order_policy.json").read_text()).get("train_config")
+        extra[name] = recorded.get("train_config")
         runs.append((LearnedOrder(net=net), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget}"))
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     rows = []

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,3 +53,46 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     assert all(0 <= r["accuracy %"] <= 100 and r["mean_nfe"] >= 1 for r in result["rows"])
     assert any("extra_passes" in r for r in result["rows"] if r["family"] == "exact MI λ=2")
     assert (tmp_path / "out" / "sudoku_frontier.md").is_file() and (tmp_path / "out" / "sudoku_frontier.png").is_file()
+
+
+def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):
+    bench = load_script("learned_order")
+    model_dir, puzzles = sudoku_files
+    run = tmp_path / "run"
+    code, _, err = cli(["sudoku", "train-order", "--model", str(model_dir), "--data", str(puzzles), "--out", str(run),
+                        "--budget", "3", "--steps", "2", "--batch-size", "2", "--samples", "2", "--d-hidden", "8",
+                        "--eval-every", "2", "--ckpt-every", "2", "--step-cost", "0.5"])
+    assert code == 0, err
+    alone = tmp_path / "alone"  # order_policy.* without the model: the recorded base-model hash vouches for it
+    alone.mkdir()
+    for f in ("order_policy.json", "order_policy.safetensors"):
+        shutil.copy(run / "model" / f, model_dir / f)
+        shutil.copy(run / "model" / f, alone / f)
+    out = tmp_path / "out"
+    bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--n", "4", "--budgets", "3",
+                "--adaptive", "threshold:tau=0.9", "eb:gamma=1", "--learned", f"c0.5={run / 'model'}", f"same={alone}",
+                "--out", str(out)])
+    result = json.loads((out / "learned_order.json").read_text())
+    learned = [r for r in result["rows"] if bench.family(r["policy"]) == "learned"]
+    assert [r["policy"] for r in learned] == ["learned:steps=3,sample=True", "learned[c0.5]:steps=3", "learned[same]:steps=3"]
+    assert result["meta"]["learned"]["c0.5"]["train_config"]["step_cost"] == 0.5
+    heur = [r for r in result["rows"] if bench.family(r["policy"]) != "learned"]
+    for row in bench.frontier_rows(result["rows"]):  # each gap is the learned point minus the heuristics at its NFE
+        mix = bench.mixture_frontier(heur, row["mean_nfe"])
+        assert row["gap vs mixture"] == (None if mix is None else round(row["accuracy %"] - mix, 1))
+    assert (out / "frontier.md").read_text().count("learned") == 3
+    before = (out / "frontier.md").read_text()
+    bench.main(["--task", "sudoku", "--model", str(model_dir), "--out", str(out), "--tables-only"])
+    assert (out / "frontier.md").read_text() == before
+    other = tmp_path / "other"  # a policy trained for other weights is refused
+    shutil.copytree(run / "model", other)
+    from unmask.model import load_model, save_model
+
+    m = load_model(other)
+    with torch.no_grad():
+        next(m.parameters()).add_(1.0)
+    save_model(m, other)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--learned", f"x={other}",
+                    "--out", str(out)])
+    assert e.value.code == 2

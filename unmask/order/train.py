@@ -144,7 +144,7 @@ def train_order(
         bar.update(1)
         bar.set_postfix(elbo=f"{float(roll.elbo.detach().mean() / roll.masked.double().mean()):.3f}", refresh=False)
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            _validate(prior, posterior, denoiser, model_dir, cfg, out, step, time.time() - start, sums, validate, rank)
+            _validate(prior, posterior, denoiser, model_dir, cfg, out, step, time.time() - start, sums, validate, rank, source)
             sums = {}
         if step % cfg.ckpt_every == 0 or step == cfg.steps:
             _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world, source)
@@ -153,7 +153,7 @@ def train_order(
 
 
 def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, elapsed: float, sums: dict,
-              validate, rank: int) -> None:
+              validate, rank: int, source: dict | None) -> None:
     """Every rank validates (a sharded evaluator gathers from all); rank 0 logs and exports ``model/``."""
     prior.eval()
     n = max(sums.get("n", 1), 1)
@@ -170,7 +170,8 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
         save_model(denoiser, export, {"order_train": record, "base_model": str(model_dir)})
     else:
         artifacts.copy_model(model_dir, export)
-    save_order_net(prior, export, {"train": record, "base_model": str(model_dir), "train_config": asdict(cfg)})
+    save_order_net(prior, export, {"train": record, "base_model": str(model_dir), "train_config": asdict(cfg),
+                                   "source": source or {}})  # source: e.g. the base model's hash, checked by its users
     append_log(out, record)
     tqdm.write(str(record))
 
