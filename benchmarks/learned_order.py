@@ -8,7 +8,8 @@ IID (``random``), Top-Prob and Top-Prob-Margin at the same T — accuracy and th
 steps each used; then the adaptive policies (entropy budget ``mi`` with λ = 0, ``eb``, ``threshold``)
 swept so that their mean NFE covers the learned policy's. ``--learned NAME=DIR`` adds more order
 policies trained for the same base model (e.g. with other step costs ``--step-cost``), each run at
-the budget it was trained for: the learned family's points on the accuracy-vs-NFE frontier.
+the budget it was trained for, sampled and deterministic (``sample=False``: every position with
+p ≥ ½): the learned family's points on the accuracy-vs-NFE frontier.
 
 Writes ``learned_order.{json,md,png}`` beside the reference paper's rows (170M MDM on GSM8K;
 Bristol/Mistral, seed 004), and ``frontier.md``: every learned point against the heuristics at the
@@ -78,7 +79,8 @@ def write_tables(result: dict, out: Path, task: str) -> str:
     gaps = markdown_table(frontier_rows(rows), ["set", "policy", "mean_nfe", "accuracy %", "best heuristic at ≤ NFE",
                                                 "gap vs step frontier", "heuristic mixture %", "gap vs mixture"])
     (out / "frontier.md").write_text(gaps + "\n")
-    plot_pareto([{**r, "policy": family(r["policy"])} for r in rows], out / "learned_order.png",
+    shown = lambda r: family(r["policy"]) + (" (p ≥ ½)" if "sample=False" in r["policy"] else "")  # noqa: E731
+    plot_pareto([{**r, "policy": shown(r)} for r in rows], out / "learned_order.png",
                 f"{task}: learned order vs heuristics")
     return table + "\n\n" + gaps
 
@@ -117,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
             p.error(f"--sets takes NAME=FILE, got {item!r}")
         sets[name] = task.read(path)[: args.n]
     runs = [(build_policy(name, model, args.model, budget=t), t, None) for t in args.budgets for name in FIXED]
+    shipped = build_policy("learned", model, args.model)  # also deterministic (p ≥ ½) at its trained budget
+    runs.append((LearnedOrder(net=shipped.net, sample=False), shipped.budget(), f"learned:steps={shipped.budget()},sample=False"))
     if args.untrained:  # what training adds: the same parametrisation at its initialisation (scores = −entropy)
         trained = build_policy("learned", model, args.model).net.cfg
         fresh = OrderNet(OrderConfig(trained.d_in, trained.d_hidden, trained.tau, trained.budget)).eval()
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         net = load_order_net(path)
         extra[name] = recorded.get("train_config")
         runs.append((LearnedOrder(net=net), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget}"))
+        runs.append((LearnedOrder(net=net, sample=False), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget},sample=False"))
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     rows = []
     for set_name, examples in sets.items():

@@ -63,24 +63,35 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
                         "--budget", "3", "--steps", "2", "--batch-size", "2", "--samples", "2", "--d-hidden", "8",
                         "--eval-every", "2", "--ckpt-every", "2", "--step-cost", "0.5"])
     assert code == 0, err
-    alone = tmp_path / "alone"  # order_policy.* without the model: the recorded base-model hash vouches for it
-    alone.mkdir()
     for f in ("order_policy.json", "order_policy.safetensors"):
         shutil.copy(run / "model" / f, model_dir / f)
-        shutil.copy(run / "model" / f, alone / f)
+    alone = tmp_path / "alone"  # order_policy.* without the model: the recorded base-model hash vouches for it
+    keep = load_script("keep_order_policy")
+    keep.main([str(run), str(alone)])
+    assert sorted(p.name for p in alone.iterdir()) == ["order_policy.json", "order_policy.safetensors"]
+    with pytest.raises(SystemExit) as e:  # a shipped policy from before the record, with nothing to vouch for it
+        bare = json.loads((model_dir / "order_policy.json").read_text())
+        del bare["source"]
+        (model_dir / "order_policy.json").write_text(json.dumps(bare))
+        keep.main([str(model_dir), str(tmp_path / "refused")])
+    assert e.value.code == 2 and not (tmp_path / "refused").exists()
+    keep.main([str(model_dir), str(tmp_path / "vouched"), "--base-model", str(model_dir)])
+    vouched = json.loads((tmp_path / "vouched" / "order_policy.json").read_text())["source"]["model_sha256"]
+    assert vouched == json.loads((alone / "order_policy.json").read_text())["source"]["model_sha256"]
     out = tmp_path / "out"
     bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--n", "4", "--budgets", "3",
                 "--adaptive", "threshold:tau=0.9", "eb:gamma=1", "--learned", f"c0.5={run / 'model'}", f"same={alone}",
                 "--out", str(out)])
     result = json.loads((out / "learned_order.json").read_text())
     learned = [r for r in result["rows"] if bench.family(r["policy"]) == "learned"]
-    assert [r["policy"] for r in learned] == ["learned:steps=3,sample=True", "learned[c0.5]:steps=3", "learned[same]:steps=3"]
+    assert [r["policy"] for r in learned] == ["learned:steps=3,sample=True", "learned:steps=3,sample=False", "learned[c0.5]:steps=3",
+                                              "learned[c0.5]:steps=3,sample=False", "learned[same]:steps=3", "learned[same]:steps=3,sample=False"]
     assert result["meta"]["learned"]["c0.5"]["train_config"]["step_cost"] == 0.5
     heur = [r for r in result["rows"] if bench.family(r["policy"]) != "learned"]
     for row in bench.frontier_rows(result["rows"]):  # each gap is the learned point minus the heuristics at its NFE
         mix = bench.mixture_frontier(heur, row["mean_nfe"])
         assert row["gap vs mixture"] == (None if mix is None else round(row["accuracy %"] - mix, 1))
-    assert (out / "frontier.md").read_text().count("learned") == 3
+    assert (out / "frontier.md").read_text().count("learned") == 6
     before = (out / "frontier.md").read_text()
     bench.main(["--task", "sudoku", "--model", str(model_dir), "--out", str(out), "--tables-only"])
     assert (out / "frontier.md").read_text() == before

@@ -45,7 +45,10 @@ def test_training_moves_the_policy_and_exports_it(setup):
     model, tmp, start, clean = setup
     seen = []
     net = train_order(model, tmp / "base", start, clean, cfg(), tmp / "run", validate=lambda p: seen.append(p) or {"acc": 0.5},
-                      progress=False)
+                      progress=False, source={"model_sha256": "abc"})
+    import json
+
+    assert json.loads((tmp / "run" / "model" / "order_policy.json").read_text())["source"] == {"model_sha256": "abc"}
     assert len(seen) == 2 and all(p.budget() == 3 for p in seen)  # validated at steps 2 and 4
     assert net.out.weight.abs().sum() > 0  # the zero-initialised output layer learned something
     exported = load_order_net(tmp / "run" / "model")
