@@ -107,3 +107,21 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
         bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--learned", f"x={other}",
                     "--out", str(out)])
     assert e.value.code == 2
+
+
+def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):
+    from unmask.mi.estimator import HeadConfig, MIHead, save_head
+
+    model_dir, puzzles = sudoku_files
+    code, _, err = cli(["mi", "data", "--task", "sudoku", "--model", str(model_dir), "--examples", str(puzzles),
+                        "--out", str(tmp_path / "d"), "--states", "3", "--shard-size", "3"])
+    assert code == 0, err
+    save_head(MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu")), tmp_path / "head")
+    load_script("mi_head_cost").main([str(tmp_path / "head"), str(model_dir), "--data", str(tmp_path / "d"),
+                                      "--batches", "1", "3", "--repeats", "3", "--out", str(tmp_path / "cost")])
+    rows = json.loads((tmp_path / "cost.json").read_text())["rows"]
+    assert [r["batch"] for r in rows] == [1, 3]
+    assert all(r["head_ms"] > 0 and r["denoiser_ms"] > 0 for r in rows)
+    with pytest.raises(SystemExit):  # more states asked than the data holds
+        load_script("mi_head_cost").main([str(tmp_path / "head"), str(model_dir), "--data", str(tmp_path / "d"),
+                                          "--batches", "10", "--out", str(tmp_path / "cost")])
