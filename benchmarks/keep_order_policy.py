@@ -35,10 +35,16 @@ def main(argv: list[str] | None = None) -> None:
     if not meta_path.is_file():
         p.error(f"{meta_path}: no exported order policy")
     meta = json.loads(meta_path.read_text())
+    if (meta.get("train_config") or {}).get("finetune"):
+        p.error(f"{args.run}: a --finetune run's policy belongs with its finetuned model, not the base model")
     if not meta.get("source") and (args.run / CHECKPOINT).is_file():
         meta["source"] = torch.load(args.run / CHECKPOINT, map_location="cpu", weights_only=False).get("source") or {}
-    if not meta.get("source", {}).get("model_sha256") and args.base_model:
-        meta["source"] = {**meta.get("source", {}), "model_sha256": file_digest(args.base_model / WEIGHTS_FILE)}
+    if args.base_model:
+        named = file_digest(args.base_model / WEIGHTS_FILE)
+        recorded = meta.get("source", {}).get("model_sha256")
+        if recorded and recorded != named:
+            p.error(f"{args.run}: trained for model {recorded}, not --base-model {args.base_model} ({named})")
+        meta["source"] = {**meta.get("source", {}), "model_sha256": named}
     if not meta.get("source", {}).get("model_sha256"):
         p.error(f"{args.run}: the run records no base-model hash (name the model with --base-model)")
     make_dir(args.out)

@@ -79,7 +79,8 @@ def write_tables(result: dict, out: Path, task: str) -> str:
     gaps = markdown_table(frontier_rows(rows), ["set", "policy", "mean_nfe", "accuracy %", "best heuristic at ≤ NFE",
                                                 "gap vs step frontier", "heuristic mixture %", "gap vs mixture"])
     (out / "frontier.md").write_text(gaps + "\n")
-    shown = lambda r: family(r["policy"]) + (" (p ≥ ½)" if "sample=False" in r["policy"] else "")  # noqa: E731
+    # one series per order policy (learned, learned[NAME], untrained) and reveal rule; heuristics by name
+    shown = lambda r: r["policy"].split(":")[0] + (" (p ≥ ½)" if "sample=False" in r["policy"] else "")  # noqa: E731
     plot_pareto([{**r, "policy": shown(r)} for r in rows], out / "learned_order.png",
                 f"{task}: learned order vs heuristics")
     return table + "\n\n" + gaps
@@ -88,7 +89,7 @@ def write_tables(result: dict, out: Path, task: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="maths", help="sudoku or maths")
-    p.add_argument("--model", required=True, help="model directory holding order_policy.* beside the model")
+    p.add_argument("--model", help="model directory holding order_policy.* beside the model")
     p.add_argument("--sets", nargs="+", metavar="NAME=FILE", help="the task's example files to score")
     p.add_argument("--n", type=int, default=200, help="first N examples of each set")
     p.add_argument("--budgets", type=int, nargs="+", default=BUDGETS)
@@ -101,8 +102,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tables-only", action="store_true", help="rebuild the tables and the plot from OUT/learned_order.json")
     args = p.parse_args(argv)
     if args.tables_only:
-        print(write_tables(json.loads((args.out / "learned_order.json").read_text()), args.out, args.task))
+        result = json.loads((args.out / "learned_order.json").read_text())
+        print(write_tables(result, args.out, result["meta"]["task"]))
         return
+    if not args.model:
+        p.error("--model is required (or --tables-only)")
     if args.n < 1:
         p.error("--n must be >= 1")
     if not args.sets:
@@ -131,6 +135,10 @@ def main(argv: list[str] | None = None) -> None:
         name, eq, path = item.partition("=")
         if not eq:
             p.error(f"--learned takes NAME=DIR, got {item!r}")
+        if name in extra or name == "":
+            p.error(f"--learned {item}: each policy needs a name of its own")
+        if not (Path(path) / "order_policy.json").is_file():
+            p.error(f"--learned {item}: no order_policy.json there")
         recorded = json.loads((Path(path) / "order_policy.json").read_text())
         weights = Path(path) / WEIGHTS_FILE  # a model directory, or order_policy.* alone with its trainer's record
         theirs = file_digest(weights) if weights.is_file() else recorded.get("source", {}).get("model_sha256")

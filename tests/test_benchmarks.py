@@ -107,6 +107,35 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
         bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--learned", f"x={other}",
                     "--out", str(out)])
     assert e.value.code == 2
+    wrong = json.loads((alone / "order_policy.json").read_text())  # a policy alone whose record names another model
+    wrong["source"]["model_sha256"] = "0" * 16
+    (alone / "order_policy.json").write_text(json.dumps(wrong))
+    with pytest.raises(SystemExit):
+        bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--learned", f"x={alone}",
+                    "--out", str(out)])
+    with pytest.raises(SystemExit):  # nor may --base-model overrule a record
+        keep.main([str(alone), str(tmp_path / "overruled"), "--base-model", str(model_dir)])
+    wrong["train_config"]["finetune"] = True
+    (alone / "order_policy.json").write_text(json.dumps(wrong))
+    with pytest.raises(SystemExit):  # a finetuned run's policy does not belong with the base model
+        keep.main([str(alone), str(tmp_path / "finetuned"), "--base-model", str(model_dir)])
+    assert not any((tmp_path / d).exists() for d in ("overruled", "finetuned"))
+
+
+def test_frontier_rows_compare_each_learned_row_with_its_own_sets_heuristics():
+    bench = load_script("learned_order")
+    row = lambda s, policy, nfe, acc: {"set": s, "policy": policy, "mean_nfe": nfe, "accuracy %": acc}  # noqa: E731
+    rows = [row("a", "learned:steps=4,sample=True", 3.0, 70.0), row("a", "learned-untrained:steps=4", 2.0, 99.0),
+            row("a", "threshold:tau=0.5", 2.0, 40.0), row("a", "mi:gamma=0.1,lam=0", 4.0, 80.0),
+            row("a", "top_prob:steps=4", 2.5, 30.0),
+            row("b", "learned[c1]:steps=4", 3.0, 50.0), row("b", "eb:gamma=1", 1.0, 90.0)]
+    got = {(r["set"], r["policy"]): r for r in bench.frontier_rows(rows)}
+    assert set(got) == {("a", "learned:steps=4,sample=True"), ("b", "learned[c1]:steps=4")}
+    a = got[("a", "learned:steps=4,sample=True")]  # the untrained init (99 %) is not a heuristic; set b's rows are not a's
+    assert a["best heuristic at ≤ NFE"] == "threshold:tau=0.5 (40.0)" and a["gap vs step frontier"] == 30.0
+    assert a["heuristic mixture %"] == 60.0 and a["gap vs mixture"] == 10.0  # half of (2, 40) and (4, 80)
+    b = got[("b", "learned[c1]:steps=4")]
+    assert b["gap vs step frontier"] == -40.0 and b["heuristic mixture %"] == 90.0
 
 
 def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):

@@ -95,9 +95,10 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "
         for r in rows:
             if r["set"] == s:
                 by_name.setdefault(r["policy"].split(":")[0], []).append(r)
-        for name, rs in by_name.items():
+        for i, (name, rs) in enumerate(by_name.items()):
             rs = sorted(rs, key=lambda r: r["mean_nfe"])
-            ax.plot([r["mean_nfe"] for r in rs], [r[y] for r in rs], "o-", label=name)
+            style = ("o-", "s--", "^:", "D-.")[i // 10 % 4]  # the colour cycle repeats after 10 series
+            ax.plot([r["mean_nfe"] for r in rs], [r[y] for r in rs], style, label=name)
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis)
         ax.set_xlabel("mean NFE (forward passes per sequence)")

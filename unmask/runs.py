@@ -8,7 +8,7 @@ continued run a different one, and an unreadable checkpoint, each in one line.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
 import torch
@@ -34,7 +34,9 @@ def start_or_resume(out: Path, cfg, resume: bool, resumable: tuple[str, ...], so
         make_dir(out)  # refuses a file of that name before any work
         return None
     state = read_checkpoint(out)
-    defaults = {f.name: f.default for f in fields(cfg)}  # a setting added since the run started had its default
+    # A setting added since the run started is taken at its default, so a new field's default must be
+    # what the trainer did before it existed (step_cost = 0: the plain ELBO).
+    defaults = {f.name: f.default_factory() if f.default_factory is not MISSING else f.default for f in fields(cfg)}
     changed = sorted(k for k, v in asdict(cfg).items()
                      if state["train_config"].get(k, defaults[k]) != v and k not in resumable)
     if changed:
