@@ -50,7 +50,7 @@ REFERENCE = [  # seed 004, 170M MDM on GSM8K: (policy, T, mean steps, accuracy %
 
 
 def family(label: str) -> str:
-    """``learned`` for every trained order policy, else the policy's name (IID, Top-Prob, … entropy budget)."""
+    """``learned`` for every trained order policy, else the policy's name (random, top_prob, mi, eb, …)."""
     name = label.split(":")[0]
     return "learned" if name.startswith("learned") and "untrained" not in name else name
 
@@ -66,9 +66,9 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
         best = max((h for h in heur if h["mean_nfe"] <= r["mean_nfe"] + 1e-9), key=lambda h: h["accuracy %"], default=None)
         out.append({"set": r["set"], "policy": r["policy"], "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"],
                     "best heuristic at ≤ NFE": None if best is None else f"{best['policy']} ({step})",
-                    "gap vs step frontier": None if step is None else round(r["accuracy %"] - step, 1),
+                    "gap vs step frontier": None if step is None else round(r["accuracy %"] - step, 1) + 0.0,  # no "-0"
                     "heuristic mixture %": None if mix is None else round(mix, 1),
-                    "gap vs mixture": None if mix is None else round(r["accuracy %"] - mix, 1)})
+                    "gap vs mixture": None if mix is None else round(r["accuracy %"] - mix, 1) + 0.0})
     return sorted(out, key=lambda r: (r["set"], r["mean_nfe"]))
 
 
