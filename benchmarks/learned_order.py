@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import evaluate, frontier, markdown_table, mixture_frontier, shown_path
+from unmask.eval import evaluate, markdown_table, mixture_frontier, shown_path
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.order.net import OrderConfig, OrderNet, load_order_net
 from unmask.order.policy import LearnedOrder
@@ -62,8 +62,9 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
         if family(r["policy"]) != "learned":
             continue
         heur = [h for h in rows if h["set"] == r["set"] and family(h["policy"]) not in ("learned", "learned-untrained")]
-        step, mix = frontier(heur, r["mean_nfe"]), mixture_frontier(heur, r["mean_nfe"])
         best = max((h for h in heur if h["mean_nfe"] <= r["mean_nfe"] + 1e-9), key=lambda h: h["accuracy %"], default=None)
+        step = None if best is None else best["accuracy %"]  # the step frontier at this NFE
+        mix = mixture_frontier(heur, r["mean_nfe"])
         out.append({"set": r["set"], "policy": r["policy"], "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"],
                     "best heuristic at ≤ NFE": None if best is None else f"{best['policy']} ({step})",
                     "gap vs step frontier": None if step is None else round(r["accuracy %"] - step, 1) + 0.0,  # no "-0"

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         print(rows[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"head": shown_path(args.head), "model": shown_path(args.model), "threads": 1, "repeats": args.repeats,
-            "head_parameters": head.num_parameters(), "denoiser_parameters": sum(q.numel() for q in model.parameters())}
+            "head_parameters": head.num_parameters(), "denoiser_parameters": model.num_parameters()}
     args.out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     table = markdown_table(rows, ["batch", "denoiser_ms", "head_ms", "relative_cost %"])
     args.out.with_suffix(".md").write_text(table + "\n")

@@ -125,8 +125,8 @@ def mixture_frontier(rows: list[dict], n: float, key: str = "accuracy %") -> flo
         return None
     hull: list[tuple[float, float]] = []
     for x, y in ((x, -y) for x, y in pts):
-        if hull and (y <= hull[-1][1] or x == hull[-1][0]):
-            continue  # dominated: no more accurate than something as cheap
+        if hull and y <= hull[-1][1]:
+            continue  # dominated: no more accurate than something as cheap (so no two hull points share an NFE)
         while len(hull) >= 2 and (hull[-1][1] - hull[-2][1]) * (x - hull[-2][0]) <= (y - hull[-2][1]) * (hull[-1][0] - hull[-2][0]):
             hull.pop()  # under the chord from hull[-2] to this point
         hull.append((x, y))
