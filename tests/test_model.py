@@ -10,7 +10,7 @@ import torch
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, load_model, rope_tables,
-                          save_model)
+                          save_model, warm_start)
 from unmask.tasks.sudoku.data import POSITION_FEATURES
 
 
@@ -109,3 +109,40 @@ def test_config_validation():
     model = TransformerDenoiser(ModelConfig(vocab_size=4, mask_id=4, seq_len=8, d_model=16, n_heads=2))
     with pytest.raises(UnmaskError, match="length 8"):
         model(torch.zeros(1, 9, dtype=torch.long))
+
+
+# --- warm start ----------------------------------------------------------------------------------
+
+def _tiny(n_layers: int, **kw) -> TransformerDenoiser:
+    cfg = ModelConfig(vocab_size=5, mask_id=5, seq_len=6, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, **kw)
+    return TransformerDenoiser(cfg)
+
+
+def test_warm_start_copies_a_model_of_the_same_shape():
+    torch.manual_seed(0)
+    source, target = _tiny(2), _tiny(2, dropout=0.1, task="other")
+    warm_start(target, source)
+    x = torch.tensor([[0, 5, 1, 5, 2, 3]])
+    assert torch.equal(target.eval()(x).logits, source.eval()(x).logits)
+
+
+def test_warm_start_stacks_a_deeper_model_block_k_from_block_k_mod_n():
+    torch.manual_seed(1)
+    source, target = _tiny(2), _tiny(6)
+    warm_start(target, source)
+    for k, block in enumerate(target.blocks):
+        for (name, p), q in zip(block.state_dict().items(), source.blocks[k % 2].state_dict().values()):
+            assert torch.equal(p, q), (k, name)
+    outside = {k: v for k, v in source.state_dict().items() if not k.startswith("blocks.")}
+    assert outside and all(torch.equal(target.state_dict()[k], v) for k, v in outside.items())
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(n_layers=3), "multiple"),
+    (dict(n_layers=2, d_ff=64), "d_ff"),
+    (dict(n_layers=2, seq_len=7), "seq_len"),
+])
+def test_warm_start_refuses_other_shapes(change, message):
+    cfg = dict(vocab_size=5, mask_id=5, seq_len=6, d_model=16, n_heads=2, d_ff=32) | change
+    with pytest.raises(UnmaskError, match=message):
+        warm_start(TransformerDenoiser(ModelConfig(**cfg)), _tiny(2))

@@ -83,6 +83,24 @@ def test_refuses_to_overwrite_or_resume_wrongly(tmp_path):
         train(ConstantTask(), cfg, tmp_path / "none", resume=True, progress=False)
 
 
+def test_init_starts_a_fresh_run_from_a_trained_model_and_resume_keeps_its_record(tmp_path):
+    cfg = TrainConfig(steps=40, batch_size=16, lr=3e-3, warmup=5, eval_every=40, ckpt_every=40, bf16=False)
+    trained = train(ConstantTask(), cfg, tmp_path / "a", progress=False)
+    barely = TrainConfig(steps=1, batch_size=4, lr=1e-9, warmup=0, bf16=False)  # one step that moves nothing visible
+    started = train(ConstantTask(), barely, tmp_path / "b", progress=False, source={"init_sha256": "x"}, init=trained)
+    for (name, p), q in zip(trained.state_dict().items(), started.state_dict().values()):
+        assert torch.allclose(p, q, atol=1e-6), name
+    fresh = train(ConstantTask(), barely, tmp_path / "c", progress=False)  # the same run without init does not
+    assert held_out_loss(started, cfg) < 0.5 * held_out_loss(fresh, cfg)
+    # A resume (given no init) keeps what the first start recorded, and refuses another init.
+    train(ConstantTask(), TrainConfig(steps=2, batch_size=4, lr=1e-9, warmup=0, bf16=False), tmp_path / "b", resume=True,
+          progress=False, source={})
+    assert torch.load(tmp_path / "b" / CHECKPOINT, weights_only=False)["source"] == {"init_sha256": "x"}
+    with pytest.raises(UnmaskError, match="different inputs"):
+        train(ConstantTask(), TrainConfig(steps=3, batch_size=4, lr=1e-9, warmup=0, bf16=False), tmp_path / "b",
+              resume=True, progress=False, source={"init_sha256": "y"}, init=trained)
+
+
 def test_resume_may_move_to_another_device_and_batch(tmp_path):
     cfg = TrainConfig(steps=3, batch_size=4, warmup=1, bf16=False, eval_every=3)
     train(ConstantTask(), cfg, tmp_path / "r", progress=False)

@@ -9,7 +9,7 @@ models act on relative offsets ("the digit three places before '='").
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -171,6 +171,31 @@ def resolve_device(name: str) -> torch.device:
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
     return device
+
+
+def warm_start(model: TransformerDenoiser, source: TransformerDenoiser) -> None:
+    """Start ``model`` from ``source``'s weights, in place.
+
+    The shapes must match, except that ``model`` may be deeper by a whole factor: its block k then
+    starts as ``source``'s block k mod n, the progressive stacking of Gong et al. (2019, "Efficient
+    training of BERT by progressively stacking"). Dropout and the task name may differ.
+    """
+    mine, theirs = asdict(model.cfg), asdict(source.cfg)
+    n_new, n_old = mine.pop("n_layers"), theirs.pop("n_layers")
+    differ = sorted(k for k in mine if k not in ("dropout", "task") and mine[k] != theirs[k])
+    if differ:
+        raise UnmaskError(f"cannot start from a model of another shape ({', '.join(differ)} differ)")
+    if n_new % n_old:
+        raise UnmaskError(f"cannot stack {n_old} layers into {n_new}: n_layers must be a multiple of the source's")
+    state = {}
+    for key, value in source.state_dict().items():
+        if not key.startswith("blocks."):
+            state[key] = value
+            continue
+        _, k, rest = key.split(".", 2)
+        for copy in range(int(k), n_new, n_old):
+            state[f"blocks.{copy}.{rest}"] = value
+    model.load_state_dict(state)  # strict: every tensor of ``model`` is set
 
 
 def save_model(model: TransformerDenoiser, directory: str | os.PathLike, extra: dict | None = None) -> None:

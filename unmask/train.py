@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from unmask.dist import rank_world
 from unmask.errors import UnmaskError
-from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model
+from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model, warm_start
 from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.runs import CHECKPOINT, LOG, append_log, save_checkpoint, start_or_resume, truncate_log  # noqa: F401  (CHECKPOINT and LOG stay importable from here)
 
@@ -144,12 +144,15 @@ def train(
     resume: bool = False,
     progress: bool = True,
     source: dict | None = None,
+    init: TransformerDenoiser | None = None,
 ) -> TransformerDenoiser:
     """Train ``task``'s model into run directory ``out``; returns the trained model.
 
     ``out`` receives ``checkpoint.pt`` (resumable), ``log.jsonl`` (validation curve) and
     ``model/`` (the latest exported safetensors model). ``source`` identifies the training data
-    (e.g. ``{"data_sha256": ...}``): a resumed run refuses other data.
+    (e.g. ``{"data_sha256": ...}``): a resumed run refuses other data. ``init``: a trained model a
+    fresh run starts from (:func:`~unmask.model.warm_start`, deeper by stacking), with a fresh optimizer
+    and schedule; a resumed run takes its weights from the checkpoint instead.
     """
     rank, world = rank_world()
     device = resolve_device(cfg.device)
@@ -160,9 +163,13 @@ def train(
     state = start_or_resume(out, cfg, resume, RESUMABLE_CHANGES, source)
     if state is not None:
         model_cfg = ModelConfig(**state["model_config"])
+        source = {**state.get("source", {}), **(source or {})}  # keep what only the first start knew (its init)
         if rank == 0:
             truncate_log(out, state["step"])
-    model = task.model(model_cfg).to(device)
+    model = task.model(model_cfg)
+    if state is None and init is not None:
+        warm_start(model, init)
+    model = model.to(device)
     opt = adamw(model, cfg.lr, cfg.weight_decay, betas=(0.9, 0.98))  # decay on linear weights only
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
     step, elapsed = 0, 0.0

@@ -179,19 +179,36 @@ def check_policy(args: argparse.Namespace, block: int | None = None):
 
 
 def train_inputs(args: argparse.Namespace, model_flags: list[str], fresh_config):
-    """``(model_cfg, source)`` of ``<task> train``: a fresh run's shape comes from the model flags over
-    ``fresh_config()``, a resumed run's from its checkpoint (model flags are refused, not ignored);
-    ``source`` identifies ``--data`` so that a resumed run refuses another file."""
-    from unmask.model import ModelConfig
+    """``(model_cfg, source, init)`` of ``<task> train``.
+
+    A fresh run's shape comes from the model flags over ``fresh_config()``, or over ``--init``'s
+    config when it starts from a trained model (``init``, else None); a resumed run's shape comes from
+    its checkpoint (model flags are refused, not ignored). ``source`` identifies ``--data`` (and the
+    ``--init`` weights) so that a resumed run refuses other inputs.
+    """
+    from pathlib import Path
+
+    from unmask.artifacts import MODEL
+    from unmask.model import ModelConfig, load_model
     from unmask.runs import file_digest, read_checkpoint
 
     source = {"data_sha256": file_digest(args.data)}
+    init = None
+    if getattr(args, "init", None):
+        init = load_model(args.init, task=fresh_config().task)
+        source["init_sha256"] = file_digest(Path(args.init) / MODEL.weights)
     if not args.resume:
-        return from_args(ModelConfig, args, fresh_config()), source
+        return from_args(ModelConfig, args, init.cfg if init is not None else fresh_config()), source, init
     given = ["--" + f.replace("_", "-") for f in model_flags if getattr(args, f, None) is not None]
     if given:
         raise UnmaskError(f"{', '.join(given)}: a resumed run keeps the model shape of its checkpoint; leave them out")
-    return ModelConfig(**read_checkpoint(args.out)["model_config"]), source
+    return ModelConfig(**read_checkpoint(args.out)["model_config"]), source, None
+
+
+def add_init_arg(parser: argparse.ArgumentParser) -> None:
+    """``--init DIR``: start a fresh training run from a trained model (deeper by stacking)."""
+    parser.add_argument("--init", metavar="DIR", help="start from this trained model's weights (same shape, or n_layers a "
+                        "multiple of its own: stacked); a fresh optimizer and schedule")
 
 
 def write_outputs(args: argparse.Namespace, examples: list[dict]) -> None:

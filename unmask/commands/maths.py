@@ -9,7 +9,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, deprecated,
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_demo_args, add_eval_args, check_policy, deprecated,
                                     from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
                                     positive_int, renamed_flag, train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
@@ -175,9 +175,11 @@ def _train(args: argparse.Namespace) -> None:
     cfg = from_args(TrainConfig, args)
     problems = read_problems(args.data)
     fresh = partial(default_model_config, args.prompt_len or PROMPT_LEN, args.answer_len or ANSWER_LEN)
-    model_cfg, source = train_inputs(args, MODEL_FLAGS, fresh)
+    if args.init and (args.prompt_len or args.answer_len):
+        raise UnmaskError("--prompt-len/--answer-len: a run started from --init keeps that model's layout; leave them out")
+    model_cfg, source, init = train_inputs(args, MODEL_FLAGS, fresh)
     val = read_problems(args.val)[: args.val_n] if args.val else []
-    train(MathsTraining(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
+    train(MathsTraining(problems, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source, init=init)
 
 
 def add_parser(sub) -> None:
@@ -240,6 +242,7 @@ def add_train_parser(sub, name: str = "maths") -> None:
     t.add_argument("--val-n", type=positive_int, default=200)
     t.add_argument("--out", required=True, help="run directory")
     t.add_argument("--resume", action="store_true")
+    add_init_arg(t)
     t.add_argument("--prompt-len", type=positive_int, help=f"question positions, left-padded (default: {PROMPT_LEN})")
     t.add_argument("--answer-len", type=positive_int, help=f"answer region positions, EOS-padded (default: {ANSWER_LEN})")
     add_dataclass_args(t, TrainConfig)

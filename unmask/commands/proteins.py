@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, check_policy, from_args, load_for_eval,
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_eval_args, check_policy, from_args, load_for_eval,
                                     policy_epilog, policy_from_args, positive_int, train_inputs)
 from unmask.adapters import load_denoiser
 from unmask.errors import UnmaskError
@@ -31,9 +31,9 @@ def _train(args: argparse.Namespace) -> None:
     cfg = from_args(TrainConfig, args)
     task = ProteinTask(args.max_len or MAX_LEN)
     records = task.read(args.data)
-    model_cfg, source = train_inputs(args, MODEL_FLAGS, lambda: default_model_config(task.max_len))
+    model_cfg, source, init = train_inputs(args, MODEL_FLAGS, lambda: default_model_config(task.max_len))
     val = task.read(args.val)[: args.val_n] if args.val else []
-    train(ProteinTraining(records, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
+    train(ProteinTraining(records, model_cfg, val), cfg, args.out, model_cfg, resume=args.resume, source=source, init=init)
 
 
 def parse_lengths(text: str) -> tuple[int, int]:
@@ -188,6 +188,7 @@ def add_parser(sub) -> None:
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     t.add_argument("--max-len", type=positive_int, help=f"positions of a fresh model (default: {MAX_LEN})")
+    add_init_arg(t)
     add_dataclass_args(t, TrainConfig)
     add_dataclass_args(t, ModelConfig, MODEL_FLAGS)
     t.set_defaults(run=_train)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, check_policy, from_args,
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_demo_args, add_eval_args, check_policy, from_args,
                                     integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int,
                                     train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
@@ -78,21 +78,33 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
+    from unmask.runs import file_digest
     from unmask.tasks.sudoku.data import SudokuSet, read_puzzles
     from unmask.tasks.sudoku.task import SudokuTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
+    if args.puzzle_prob is not None and not args.puzzles:
+        raise UnmaskError("--puzzle-prob needs --puzzles CSV")
     train_set = read_puzzles(args.data)
-    model_cfg, source = train_inputs(args, MODEL_FLAGS, default_model_config)
+    model_cfg, source, init = train_inputs(args, MODEL_FLAGS, default_model_config)
     if train_set.solutions is None:
         raise UnmaskError(f"{args.data}: training needs a solutions column")
+    puzzles, puzzle_prob = None, 0.0
+    if args.puzzles:
+        puzzles = read_puzzles(args.puzzles)
+        if puzzles.solutions is None:
+            raise UnmaskError(f"{args.puzzles}: training puzzles need a solutions column")
+        puzzle_prob = 0.5 if args.puzzle_prob is None else args.puzzle_prob
+        source["puzzles_sha256"] = file_digest(args.puzzles)
+    source["puzzle_prob"] = puzzle_prob  # a resumed run keeps its data mix (older runs: not recorded, not checked)
     val = {}
     for path in args.val or []:
         data = read_puzzles(path)
         sol = None if data.solutions is None else data.solutions[: args.val_n]
         val[Path(path).stem] = SudokuSet(data.quizzes[: args.val_n], sol)
-    train(SudokuTraining(train_set.solutions, val), cfg, args.out, model_cfg, resume=args.resume, source=source)
+    task = SudokuTraining(train_set.solutions, val, puzzles, puzzle_prob)
+    train(task, cfg, args.out, model_cfg, resume=args.resume, source=source, init=init)
 
 
 def add_parser(sub) -> None:
@@ -138,6 +150,10 @@ def add_train_parser(sub, name: str = "sudoku") -> None:
     t.add_argument("--val-n", type=positive_int, default=100, help="puzzles of each validation set to score")
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
+    t.add_argument("--puzzles", metavar="CSV", help="training puzzles with solutions (e.g. `generate --kind hard`): part of "
+                   "each batch keeps their givens visible and masks only their blanks")
+    t.add_argument("--puzzle-prob", type=float, metavar="P", help="share of each batch drawn from --puzzles (default 0.5)")
+    add_init_arg(t)
     add_dataclass_args(t, TrainConfig)
     add_dataclass_args(t, ModelConfig, MODEL_FLAGS)
     t.set_defaults(run=_train)

@@ -20,6 +20,7 @@ from unmask.tasks.sudoku.data import (
     VOCAB_SIZE,
     SudokuSet,
     augment,
+    augment_pairs,
     format_grid,
     from_tokens,
     givens_clash,
@@ -537,3 +538,13 @@ def test_givens_clash():
     peer = next(i for i in range(81) if i != given_cell and ROW[i] == ROW[given_cell] and q[i] == 0)
     q[peer] = q[given_cell]
     assert givens_clash(np.stack([QUIZZES[0], q])).tolist() == [False, True]
+
+
+def test_augment_pairs_draws_one_symmetry_for_a_puzzle_and_its_solution():
+    quiz, sol = to_tokens(np.repeat(QUIZZES, 4, axis=0)), to_tokens(np.repeat(SOLUTIONS, 4, axis=0))
+    g = gen(3)
+    aq, as_ = augment_pairs(quiz, sol, g)
+    assert torch.equal(aq, augment(quiz, gen(3))) and torch.equal(as_, augment(sol, gen(3)))
+    assert not torch.equal(augment_pairs(quiz, sol, g)[0], aq)  # the generator moved on once
+    q, s = from_tokens(aq), from_tokens(as_)
+    assert is_valid_solution(s, q).all()

@@ -169,7 +169,18 @@ def augment(tokens: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     Digit relabelling, band/stack permutations, row/column permutations inside them, transpose.
     Together they generate the full Sudoku symmetry group (9! · 6^8 · 2 elements).
     """
-    b = tokens.shape[0]
+    return _apply_symmetry(tokens, *_draw_symmetry(tokens.shape[0], gen))
+
+
+def augment_pairs(quizzes: torch.Tensor, solutions: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`augment` puzzles ``(B, 81)`` and their solutions ``(B, 81)`` by one symmetry per row,
+    so each augmented solution still solves its augmented puzzle."""
+    cell, relabel = _draw_symmetry(quizzes.shape[0], gen)
+    return _apply_symmetry(quizzes, cell, relabel), _apply_symmetry(solutions, cell, relabel)
+
+
+def _draw_symmetry(b: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``b`` random symmetries: the source cell of each target cell ``(B, 81)`` and a digit map ``(B, 9)``."""
 
     def lines() -> torch.Tensor:  # (B, 9): a random row (or column) order respecting bands
         bands = _random_perms(b, 3, gen)  # (B, 3)
@@ -180,7 +191,11 @@ def augment(tokens: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     cell = rows[:, :, None] * 9 + cols[:, None, :]  # (B, 9, 9) source cell of each target cell
     flip = torch.rand(b, generator=gen) < 0.5
     cell = torch.where(flip[:, None, None], cell.transpose(1, 2), cell).reshape(b, 81)
+    return cell, _random_perms(b, VOCAB_SIZE, gen)
+
+
+def _apply_symmetry(tokens: torch.Tensor, cell: torch.Tensor, relabel: torch.Tensor) -> torch.Tensor:
+    """Move cells by ``cell`` and relabel digits by ``relabel``; mask ids stay masks."""
     out = tokens.gather(1, cell)
-    relabel = _random_perms(b, VOCAB_SIZE, gen)  # (B, 9)
     digit = out < VOCAB_SIZE
     return torch.where(digit, relabel.gather(1, out.clamp(max=VOCAB_SIZE - 1)), out)

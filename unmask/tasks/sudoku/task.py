@@ -15,8 +15,8 @@ from unmask.errors import UnmaskError
 from unmask.eval import evaluate
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.tasks.base import MODELS, Board
-from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, format_grid, from_tokens,
-                                      givens_clash, parse_grid, read_puzzles, score, to_tokens)
+from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, augment_pairs, format_grid,
+                                      from_tokens, givens_clash, parse_grid, read_puzzles, score, to_tokens)
 from unmask.tasks.sudoku.grid import PEERS
 
 NAME = "sudoku"
@@ -105,21 +105,46 @@ class SudokuTask:
 
 @dataclass
 class SudokuTraining:
-    """Training: augmented solution grids under random masks; validation: sequential decoding."""
+    """Training: augmented solution grids under random masks; validation: sequential decoding.
+
+    With ``puzzles``, a share ``puzzle_prob`` of every batch is drawn from them instead: the solution
+    with its puzzle's givens always visible, so the trainer's random mask falls on the blanks only.
+    These are the states sequential decoding of such puzzles visits (givens plus some solved cells),
+    and their answer is unique, which random masks of a bare grid rarely make it.
+    """
 
     solutions: np.ndarray  # (N, 81) training solution grids, digits 1..9
     val_sets: dict[str, SudokuSet] = field(default_factory=dict)  # name → puzzles scored at each validation
+    puzzles: SudokuSet | None = None  # training puzzles with solutions (e.g. minimal "hard" ones), or None
+    puzzle_prob: float = 0.0  # share of each batch drawn from ``puzzles`` (rounded to whole sequences)
     name: str = NAME
 
     def __post_init__(self) -> None:
         self._tokens = to_tokens(self.solutions)  # (N, 81)
+        if not 0.0 <= self.puzzle_prob <= 1.0:
+            raise UnmaskError(f"puzzle_prob must be in [0, 1], got {self.puzzle_prob}")
+        if self.puzzle_prob > 0 and self.puzzles is None:
+            raise UnmaskError("puzzle_prob > 0 needs training puzzles")
+        if self.puzzles is not None:
+            if self.puzzles.solutions is None:
+                raise UnmaskError("training puzzles need a solutions column")
+            self._quiz_tokens = to_tokens(self.puzzles.quizzes)  # (M, 81), blanks as MASK_ID
+            self._quiz_solutions = to_tokens(self.puzzles.solutions)  # (M, 81)
 
     def model(self, cfg: ModelConfig | None) -> TransformerDenoiser:
         return TransformerDenoiser(cfg or default_model_config(), POSITION_FEATURES)
 
     def sample(self, gen: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        idx = torch.randint(len(self._tokens), (n,), generator=gen)
-        return augment(self._tokens[idx], gen), torch.ones(n, 81, dtype=torch.bool)
+        k = round(self.puzzle_prob * n)  # rows drawn from the puzzles, the last k of the batch
+        idx = torch.randint(len(self._tokens), (n - k,), generator=gen)
+        grids = augment(self._tokens[idx], gen)  # (n - k, 81)
+        maskable = torch.ones(n, 81, dtype=torch.bool)
+        if k == 0:
+            return grids, maskable
+        pick = torch.randint(len(self._quiz_tokens), (k,), generator=gen)
+        quiz, sol = augment_pairs(self._quiz_tokens[pick], self._quiz_solutions[pick], gen)  # (k, 81) each
+        maskable[n - k:] = quiz == MASK_ID  # the givens stay visible
+        return torch.cat([grids, sol]), maskable
 
     def validate(self, model: TransformerDenoiser) -> dict[str, float]:
         out = {}
