@@ -90,13 +90,13 @@ def _train(args: argparse.Namespace) -> None:
     model_cfg, source, init = train_inputs(args, MODEL_FLAGS, default_model_config)
     if train_set.solutions is None:
         raise UnmaskError(f"{args.data}: training needs a solutions column")
-    puzzles, puzzle_prob = None, 0.0
-    if args.puzzles:
-        puzzles = read_puzzles(args.puzzles)
-        if puzzles.solutions is None:
-            raise UnmaskError(f"{args.puzzles}: training puzzles need a solutions column")
-        puzzle_prob = 0.5 if args.puzzle_prob is None else args.puzzle_prob
-        source["puzzles_sha256"] = file_digest(args.puzzles)
+    puzzles = tuple(read_puzzles(path) for path in args.puzzles or [])
+    for path, data in zip(args.puzzles or [], puzzles):
+        if data.solutions is None:
+            raise UnmaskError(f"{path}: training puzzles need a solutions column")
+    puzzle_prob = (0.5 if args.puzzle_prob is None else args.puzzle_prob) if puzzles else 0.0
+    if puzzles:
+        source["puzzles_sha256"] = [file_digest(path) for path in args.puzzles]
     source["puzzle_prob"] = puzzle_prob  # a resumed run keeps its data mix (older runs: not recorded, not checked)
     val = {}
     for path in args.val or []:
@@ -150,8 +150,8 @@ def add_train_parser(sub, name: str = "sudoku") -> None:
     t.add_argument("--val-n", type=positive_int, default=100, help="puzzles of each validation set to score")
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
-    t.add_argument("--puzzles", metavar="CSV", help="training puzzles with solutions (e.g. `generate --kind hard`): part of "
-                   "each batch keeps their givens visible and masks only their blanks")
+    t.add_argument("--puzzles", metavar="CSV", action="append", help="training puzzles with solutions (e.g. `generate --kind "
+                   "hard`; repeatable, the sets share evenly): part of each batch keeps their givens visible and masks only their blanks")
     t.add_argument("--puzzle-prob", type=float, metavar="P", help="share of each batch drawn from --puzzles (default 0.5)")
     add_init_arg(t)
     add_dataclass_args(t, TrainConfig)

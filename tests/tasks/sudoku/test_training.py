@@ -25,7 +25,7 @@ def gen(seed: int) -> torch.Generator:
 
 def test_without_puzzles_every_cell_is_maskable_and_the_stream_is_the_old_one():
     plain = SudokuTraining(SOLUTIONS)
-    with_unused = SudokuTraining(SOLUTIONS, puzzles=PUZZLES, puzzle_prob=0.0)
+    with_unused = SudokuTraining(SOLUTIONS, puzzles=(PUZZLES,), puzzle_prob=0.0)
     x, maskable = plain.sample(gen(0), 16)
     y, _ = with_unused.sample(gen(0), 16)
     assert maskable.all() and torch.equal(x, y)
@@ -34,7 +34,7 @@ def test_without_puzzles_every_cell_is_maskable_and_the_stream_is_the_old_one():
 
 @pytest.mark.parametrize("prob, n, k", [(0.5, 16, 8), (0.25, 10, 2), (1.0, 6, 6)])
 def test_puzzle_rows_keep_their_givens_and_mask_only_blanks(prob, n, k):
-    task = SudokuTraining(SOLUTIONS, puzzles=PUZZLES, puzzle_prob=prob)
+    task = SudokuTraining(SOLUTIONS, puzzles=(PUZZLES,), puzzle_prob=prob)
     x, maskable = task.sample(gen(1), n)
     assert x.shape == (n, 81) and maskable.shape == (n, 81)
     assert maskable[: n - k].all()  # solution-grid rows first
@@ -48,14 +48,22 @@ def test_puzzle_rows_keep_their_givens_and_mask_only_blanks(prob, n, k):
     assert not all(tuple(r) in known for r in rows.tolist())  # augmented, not copied
 
 
+def test_puzzle_rows_split_evenly_between_sets():
+    kaggle = SudokuSet(np.array([q for q, _ in _GRIDS], dtype=np.int8), SOLUTIONS)  # 30-36 givens
+    task = SudokuTraining(SOLUTIONS, puzzles=(kaggle, PUZZLES), puzzle_prob=0.5)  # minimal ones: fewer than 30
+    _, maskable = task.sample(gen(2), 10)  # 5 puzzle rows: 3 from the first set, then 2 from the second
+    givens = (~maskable[5:]).sum(1)
+    assert (givens[:3] >= 30).all() and (givens[3:] < 30).all()
+
+
 def test_puzzle_prob_is_checked():
     with pytest.raises(UnmaskError, match="needs training puzzles"):
         SudokuTraining(SOLUTIONS, puzzle_prob=0.5)
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(UnmaskError, match="puzzle_prob"):
-            SudokuTraining(SOLUTIONS, puzzles=PUZZLES, puzzle_prob=bad)
+            SudokuTraining(SOLUTIONS, puzzles=(PUZZLES,), puzzle_prob=bad)
     with pytest.raises(UnmaskError, match="solutions"):
-        SudokuTraining(SOLUTIONS, puzzles=SudokuSet(PUZZLES.quizzes, None), puzzle_prob=0.5)
+        SudokuTraining(SOLUTIONS, puzzles=(SudokuSet(PUZZLES.quizzes, None),), puzzle_prob=0.5)
 
 
 def test_cli_trains_on_puzzles_from_a_model_and_resume_keeps_the_mix(tmp_path, sudoku_files, capsys):

@@ -107,15 +107,16 @@ class SudokuTask:
 class SudokuTraining:
     """Training: augmented solution grids under random masks; validation: sequential decoding.
 
-    With ``puzzles``, a share ``puzzle_prob`` of every batch is drawn from them instead: the solution
-    with its puzzle's givens always visible, so the trainer's random mask falls on the blanks only.
-    These are the states sequential decoding of such puzzles visits (givens plus some solved cells),
-    and their answer is unique, which random masks of a bare grid rarely make it.
+    With ``puzzles``, a share ``puzzle_prob`` of every batch is drawn from them instead, split evenly
+    between the sets: the solution with its puzzle's givens always visible, so the trainer's random
+    mask falls on the blanks only. These are the states sequential decoding of such puzzles visits
+    (givens plus some solved cells), and their answer is unique, which random masks of a bare grid
+    rarely make it.
     """
 
     solutions: np.ndarray  # (N, 81) training solution grids, digits 1..9
     val_sets: dict[str, SudokuSet] = field(default_factory=dict)  # name → puzzles scored at each validation
-    puzzles: SudokuSet | None = None  # training puzzles with solutions (e.g. minimal "hard" ones), or None
+    puzzles: tuple[SudokuSet, ...] = ()  # sets of training puzzles with solutions (e.g. minimal "hard" ones)
     puzzle_prob: float = 0.0  # share of each batch drawn from ``puzzles`` (rounded to whole sequences)
     name: str = NAME
 
@@ -123,13 +124,12 @@ class SudokuTraining:
         self._tokens = to_tokens(self.solutions)  # (N, 81)
         if not 0.0 <= self.puzzle_prob <= 1.0:
             raise UnmaskError(f"puzzle_prob must be in [0, 1], got {self.puzzle_prob}")
-        if self.puzzle_prob > 0 and self.puzzles is None:
+        if self.puzzle_prob > 0 and not self.puzzles:
             raise UnmaskError("puzzle_prob > 0 needs training puzzles")
-        if self.puzzles is not None:
-            if self.puzzles.solutions is None:
-                raise UnmaskError("training puzzles need a solutions column")
-            self._quiz_tokens = to_tokens(self.puzzles.quizzes)  # (M, 81), blanks as MASK_ID
-            self._quiz_solutions = to_tokens(self.puzzles.solutions)  # (M, 81)
+        if any(p.solutions is None for p in self.puzzles):
+            raise UnmaskError("training puzzles need a solutions column")
+        # Per set: (givens as tokens, blanks as MASK_ID) and solutions, (M, 81) each.
+        self._puzzle_tokens = [(to_tokens(p.quizzes), to_tokens(p.solutions)) for p in self.puzzles]
 
     def model(self, cfg: ModelConfig | None) -> TransformerDenoiser:
         return TransformerDenoiser(cfg or default_model_config(), POSITION_FEATURES)
@@ -137,14 +137,15 @@ class SudokuTraining:
     def sample(self, gen: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         k = round(self.puzzle_prob * n)  # rows drawn from the puzzles, the last k of the batch
         idx = torch.randint(len(self._tokens), (n - k,), generator=gen)
-        grids = augment(self._tokens[idx], gen)  # (n - k, 81)
-        maskable = torch.ones(n, 81, dtype=torch.bool)
-        if k == 0:
-            return grids, maskable
-        pick = torch.randint(len(self._quiz_tokens), (k,), generator=gen)
-        quiz, sol = augment_pairs(self._quiz_tokens[pick], self._quiz_solutions[pick], gen)  # (k, 81) each
-        maskable[n - k:] = quiz == MASK_ID  # the givens stay visible
-        return torch.cat([grids, sol]), maskable
+        rows = [augment(self._tokens[idx], gen)]  # (n - k, 81)
+        maskable = [torch.ones(n - k, 81, dtype=torch.bool)]
+        for s, (quizzes, solutions) in enumerate(self._puzzle_tokens):
+            share = k // len(self._puzzle_tokens) + (s < k % len(self._puzzle_tokens))
+            pick = torch.randint(len(quizzes), (share,), generator=gen)
+            quiz, sol = augment_pairs(quizzes[pick], solutions[pick], gen)  # (share, 81) each
+            rows.append(sol)
+            maskable.append(quiz == MASK_ID)  # the givens stay visible
+        return torch.cat(rows), torch.cat(maskable)
 
     def validate(self, model: TransformerDenoiser) -> dict[str, float]:
         out = {}
