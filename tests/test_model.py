@@ -146,3 +146,13 @@ def test_warm_start_refuses_other_shapes(change, message):
     cfg = dict(vocab_size=5, mask_id=5, seq_len=6, d_model=16, n_heads=2, d_ff=32) | change
     with pytest.raises(UnmaskError, match=message):
         warm_start(TransformerDenoiser(ModelConfig(**cfg)), _tiny(2))
+
+
+def test_warm_start_refuses_another_layout_of_position_features():
+    cfg = ModelConfig(vocab_size=5, mask_id=5, seq_len=6, d_model=16, n_layers=1, n_heads=2, d_ff=32, position_features=[3])
+    source = TransformerDenoiser(cfg, torch.tensor([[0], [1], [2], [0], [1], [2]]))
+    with pytest.raises(UnmaskError, match="laid out differently"):
+        warm_start(TransformerDenoiser(cfg, torch.tensor([[0], [0], [1], [1], [2], [2]])), source)
+    same = TransformerDenoiser(cfg, torch.tensor([[0], [1], [2], [0], [1], [2]]))
+    warm_start(same, source)
+    assert torch.equal(same.feats[0].weight, source.feats[0].weight)

@@ -173,22 +173,32 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def warm_start(model: TransformerDenoiser, source: TransformerDenoiser) -> None:
-    """Start ``model`` from ``source``'s weights, in place.
-
-    The shapes must match, except that ``model`` may be deeper by a whole factor: its block k then
-    starts as ``source``'s block k mod n, the progressive stacking of Gong et al. (2019, "Efficient
-    training of BERT by progressively stacking"). Dropout and the task name may differ.
-    """
-    mine, theirs = asdict(model.cfg), asdict(source.cfg)
+def check_warm_start(cfg: ModelConfig, source: ModelConfig) -> None:
+    """Refuse (UnmaskError) a model of shape ``cfg`` that :func:`warm_start` cannot start from ``source``."""
+    mine, theirs = asdict(cfg), asdict(source)
     n_new, n_old = mine.pop("n_layers"), theirs.pop("n_layers")
     differ = sorted(k for k in mine if k not in ("dropout", "task") and mine[k] != theirs[k])
     if differ:
         raise UnmaskError(f"cannot start from a model of another shape ({', '.join(differ)} differ)")
     if n_new % n_old:
         raise UnmaskError(f"cannot stack {n_old} layers into {n_new}: n_layers must be a multiple of the source's")
+
+
+def warm_start(model: TransformerDenoiser, source: TransformerDenoiser) -> None:
+    """Start ``model`` from ``source``'s weights, in place.
+
+    The shapes must match, except that ``model`` may be deeper by a whole factor: its block k then
+    starts as ``source``'s block k mod n, the progressive stacking of Gong et al. (2019, "Efficient
+    training of BERT by progressively stacking"). Dropout and the task name may differ; the layout of
+    position features (``position_ids``) may not.
+    """
+    check_warm_start(model.cfg, source.cfg)
+    theirs = source.state_dict()
+    if "position_ids" in theirs and not torch.equal(theirs["position_ids"], model.state_dict()["position_ids"]):
+        raise UnmaskError("cannot start from a model whose position features are laid out differently")
+    n_new, n_old = model.cfg.n_layers, source.cfg.n_layers
     state = {}
-    for key, value in source.state_dict().items():
+    for key, value in theirs.items():
         if not key.startswith("blocks."):
             state[key] = value
             continue

@@ -189,20 +189,30 @@ def train_inputs(args: argparse.Namespace, model_flags: list[str], fresh_config)
     from pathlib import Path
 
     from unmask.artifacts import MODEL
-    from unmask.model import ModelConfig, load_model
+    from unmask.model import ModelConfig, check_warm_start, load_model
     from unmask.runs import file_digest, read_checkpoint
 
     source = {"data_sha256": file_digest(args.data)}
-    init = None
-    if getattr(args, "init", None):
-        init = load_model(args.init, task=fresh_config().task)
-        source["init_sha256"] = file_digest(Path(args.init) / MODEL.weights)
-    if not args.resume:
-        return from_args(ModelConfig, args, init.cfg if init is not None else fresh_config()), source, init
-    given = ["--" + f.replace("_", "-") for f in model_flags if getattr(args, f, None) is not None]
-    if given:
-        raise UnmaskError(f"{', '.join(given)}: a resumed run keeps the model shape of its checkpoint; leave them out")
-    return ModelConfig(**read_checkpoint(args.out)["model_config"]), source, None
+    init_dir = getattr(args, "init", None)
+    if args.resume:
+        given = ["--" + f.replace("_", "-") for f in model_flags if getattr(args, f, None) is not None]
+        if given:
+            raise UnmaskError(f"{', '.join(given)}: a resumed run keeps the model shape of its checkpoint; leave them out")
+        state = read_checkpoint(args.out)
+        if init_dir and state.get("source", {}).get("init_sha256") != file_digest(Path(init_dir) / MODEL.weights):
+            raise UnmaskError(f"--init {init_dir}: the run did not start from this model; a resumed run takes its weights "
+                              "from its checkpoint, leave --init out")
+        return ModelConfig(**state["model_config"]), source, None
+    if not init_dir:
+        return from_args(ModelConfig, args, fresh_config()), source, None
+    init = load_model(init_dir, task=fresh_config().task)
+    cfg = from_args(ModelConfig, args, init.cfg)
+    try:
+        check_warm_start(cfg, init.cfg)
+    except UnmaskError as e:
+        raise UnmaskError(f"--init {init_dir}: {e}") from None
+    source["init_sha256"] = file_digest(Path(init_dir) / MODEL.weights)
+    return cfg, source, init
 
 
 def add_init_arg(parser: argparse.ArgumentParser) -> None:

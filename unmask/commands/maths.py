@@ -9,9 +9,9 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_demo_args, add_eval_args, check_policy, deprecated,
-                                    from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
-                                    positive_int, renamed_flag, train_inputs, write_outputs)
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, add_init_arg, check_policy,
+                                    deprecated, from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog,
+                                    policy_from_args, positive_int, renamed_flag, train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file

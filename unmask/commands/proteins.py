@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_eval_args, check_policy, from_args, load_for_eval,
-                                    policy_epilog, policy_from_args, positive_int, train_inputs)
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, add_init_arg, check_policy, from_args,
+                                    load_for_eval, policy_epilog, policy_from_args, positive_int, train_inputs)
 from unmask.adapters import load_denoiser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
@@ -29,7 +29,14 @@ def _train(args: argparse.Namespace) -> None:
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
-    task = ProteinTask(args.max_len or MAX_LEN)
+    if args.init and args.max_len:
+        raise UnmaskError("--max-len: a run started from --init keeps that model's length; leave it out")
+    if args.init:
+        from unmask.model import read_config
+
+        task = ProteinTask(int(read_config(args.init)["config"]["seq_len"]))
+    else:
+        task = ProteinTask(args.max_len or MAX_LEN)
     records = task.read(args.data)
     model_cfg, source, init = train_inputs(args, MODEL_FLAGS, lambda: default_model_config(task.max_len))
     val = task.read(args.val)[: args.val_n] if args.val else []

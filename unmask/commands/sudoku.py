@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_init_arg, add_demo_args, add_eval_args, check_policy, from_args,
-                                    integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args, positive_int,
-                                    train_inputs, write_outputs)
+from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, add_init_arg, check_policy,
+                                    from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog, policy_from_args,
+                                    positive_int, train_inputs, write_outputs)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
@@ -78,9 +78,9 @@ def _demo(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from unmask.runs import file_digest
+    from unmask.runs import file_digest, read_checkpoint
     from unmask.tasks.sudoku.data import SudokuSet, read_puzzles
-    from unmask.tasks.sudoku.task import SudokuTraining, default_model_config
+    from unmask.tasks.sudoku.task import PUZZLE_PROB, SudokuTraining, default_model_config
     from unmask.train import TrainConfig, train
 
     cfg = from_args(TrainConfig, args)
@@ -90,21 +90,41 @@ def _train(args: argparse.Namespace) -> None:
     model_cfg, source, init = train_inputs(args, MODEL_FLAGS, default_model_config)
     if train_set.solutions is None:
         raise UnmaskError(f"{args.data}: training needs a solutions column")
-    puzzles = tuple(read_puzzles(path) for path in args.puzzles or [])
-    for path, data in zip(args.puzzles or [], puzzles):
-        if data.solutions is None:
-            raise UnmaskError(f"{path}: training puzzles need a solutions column")
-    puzzle_prob = (0.5 if args.puzzle_prob is None else args.puzzle_prob) if puzzles else 0.0
-    if puzzles:
-        source["puzzles_sha256"] = [file_digest(path) for path in args.puzzles]
-    source["puzzle_prob"] = puzzle_prob  # a resumed run keeps its data mix (older runs: not recorded, not checked)
     val = {}
     for path in args.val or []:
         data = read_puzzles(path)
         sol = None if data.solutions is None else data.solutions[: args.val_n]
         val[Path(path).stem] = SudokuSet(data.quizzes[: args.val_n], sol)
+    puzzles = tuple(_training_puzzles(path, val) for path in args.puzzles or [])
+    puzzle_prob = (PUZZLE_PROB if args.puzzle_prob is None else args.puzzle_prob) if puzzles else 0.0
+    if puzzles and int(puzzle_prob * cfg.batch_size + 0.5) == 0:
+        raise UnmaskError(f"--puzzle-prob {puzzle_prob} of --batch-size {cfg.batch_size} is no puzzle row; raise either")
+    if puzzles:
+        source["puzzles_sha256"] = [file_digest(path) for path in args.puzzles]
+    source["puzzle_prob"] = puzzle_prob  # a resumed run keeps its data mix
+    if args.resume and read_checkpoint(args.out).get("source", {}).get("puzzle_prob", 0.0) != puzzle_prob:
+        raise UnmaskError(f"{args.out}: --resume with another data mix (--puzzles/--puzzle-prob) than the run started "
+                          "with; start a new run from its model with --init instead")  # runs from before puzzles had none
     task = SudokuTraining(train_set.solutions, val, puzzles, puzzle_prob)
     train(task, cfg, args.out, model_cfg, resume=args.resume, source=source, init=init)
+
+
+def _training_puzzles(path: str, val: dict):
+    """``--puzzles`` file: solutions present, every puzzle with a blank, none of the validation puzzles."""
+    from unmask.tasks.sudoku.data import read_puzzles
+
+    data = read_puzzles(path)
+    if data.solutions is None:
+        raise UnmaskError(f"{path}: training puzzles need a solutions column")
+    full = (data.quizzes > 0).all(1)
+    if full.any():
+        raise UnmaskError(f"{path}: puzzle {int(full.argmax()) + 1} has no blank cell to train on")
+    seen = {q.tobytes() for q in data.quizzes}
+    for name, v in val.items():
+        shared = sum(q.tobytes() in seen for q in v.quizzes)
+        if shared:
+            raise UnmaskError(f"{path}: {shared} of its puzzles are in the validation set {name}; validate on unseen ones")
+    return data
 
 
 def add_parser(sub) -> None:
@@ -152,7 +172,7 @@ def add_train_parser(sub, name: str = "sudoku") -> None:
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     t.add_argument("--puzzles", metavar="CSV", action="append", help="training puzzles with solutions (e.g. `generate --kind "
                    "hard`; repeatable, the sets share evenly): part of each batch keeps their givens visible and masks only their blanks")
-    t.add_argument("--puzzle-prob", type=float, metavar="P", help="share of each batch drawn from --puzzles (default 0.5)")
+    t.add_argument("--puzzle-prob", type=float, metavar="P", help="share of each batch drawn from --puzzles (default 0.5); fixed for a run, as its data mix")
     add_init_arg(t)
     add_dataclass_args(t, TrainConfig)
     add_dataclass_args(t, ModelConfig, MODEL_FLAGS)

@@ -111,3 +111,15 @@ def test_bad_input_is_one_line(argv, message, capsys):
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if not line.startswith("unmask: note:")]  # an old spelling adds a note
     assert message in err and len(errors) == 1 and errors[0].startswith("unmask: error:")
+
+
+def test_train_from_init_keeps_the_init_layout_and_refuses_layout_flags(trained, tmp_path, capsys):
+    run, problems = trained
+    argv = ["maths", "train", "--data", str(problems), "--steps", "1", "--batch-size", "2", "--warmup", "0",
+            "--init", str(run / "model")]
+    assert main(argv + ["--out", str(tmp_path / "a"), "--n-layers", "2"]) == 0
+    model = load_model(tmp_path / "a" / "model", task="maths")
+    assert model.cfg.n_layers == 2 and model.cfg.prompt_len == load_model(run / "model").cfg.prompt_len
+    capsys.readouterr()
+    assert main(argv + ["--out", str(tmp_path / "b"), "--prompt-len", "100"]) == 2
+    assert "keeps that model's layout" in capsys.readouterr().err

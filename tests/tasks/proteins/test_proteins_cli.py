@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from unmask.model import TransformerDenoiser, save_model
+from unmask.model import TransformerDenoiser, load_model, save_model
 from unmask.tasks.proteins.fasta import Record, read_fasta, write_fasta
 from unmask.tasks.proteins.task import default_model_config
 
@@ -75,3 +75,9 @@ def test_train_a_few_steps_and_resume(setup, cli):
     code, stdout, _ = cli(["proteins", "generate", "--model", tmp / "run" / "model", "--reference", tmp / "ref.fasta",
                            "--n", "3", "--length", "20:34", "--out", tmp / "g.fasta", "--json"])
     assert code == 0 and json.loads(stdout)["mean_nfe"] > 20  # sequential: one residue per pass
+    start = ["proteins", "train", "--data", tmp / "ref.fasta", "--batch-size", "2", "--steps", "1", "--warmup", "0",
+             "--init", tmp / "run" / "model"]
+    assert cli([*start, "--out", tmp / "from-init"])[0] == 0  # the length comes from the init model
+    assert load_model(tmp / "from-init" / "model").cfg.seq_len == 40
+    code, _, err = cli([*start, "--out", tmp / "from-init-2", "--max-len", "60"])
+    assert code == 2 and "keeps that model's length" in err

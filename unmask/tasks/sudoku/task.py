@@ -20,6 +20,7 @@ from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, Su
 from unmask.tasks.sudoku.grid import PEERS
 
 NAME = "sudoku"
+PUZZLE_PROB = 0.5  # default share of a training batch drawn from training puzzles, when there are some
 DEFAULT_MODEL = MODELS / "sudoku"  # the shipped model (and its MI head)
 
 # The demo's policies: the baselines under one accounting.
@@ -126,8 +127,11 @@ class SudokuTraining:
             raise UnmaskError(f"puzzle_prob must be in [0, 1], got {self.puzzle_prob}")
         if self.puzzle_prob > 0 and not self.puzzles:
             raise UnmaskError("puzzle_prob > 0 needs training puzzles")
-        if any(p.solutions is None for p in self.puzzles):
-            raise UnmaskError("training puzzles need a solutions column")
+        for k, p in enumerate(self.puzzles):
+            if p.solutions is None:
+                raise UnmaskError(f"training puzzle set {k + 1} has no solutions")
+            if (p.quizzes > 0).all(1).any():
+                raise UnmaskError(f"training puzzle set {k + 1} holds a puzzle with no blank cell (nothing to train on)")
         # Per set: (givens as tokens, blanks as MASK_ID) and solutions, (M, 81) each.
         self._puzzle_tokens = [(to_tokens(p.quizzes), to_tokens(p.solutions)) for p in self.puzzles]
 
@@ -135,12 +139,16 @@ class SudokuTraining:
         return TransformerDenoiser(cfg or default_model_config(), POSITION_FEATURES)
 
     def sample(self, gen: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        k = round(self.puzzle_prob * n)  # rows drawn from the puzzles, the last k of the batch
+        k = int(self.puzzle_prob * n + 0.5)  # rows drawn from the puzzles (the last k of the batch), p·n rounded
         idx = torch.randint(len(self._tokens), (n - k,), generator=gen)
         rows = [augment(self._tokens[idx], gen)]  # (n - k, 81)
         maskable = [torch.ones(n - k, 81, dtype=torch.bool)]
-        for s, (quizzes, solutions) in enumerate(self._puzzle_tokens):
-            share = k // len(self._puzzle_tokens) + (s < k % len(self._puzzle_tokens))
+        m = len(self._puzzle_tokens)
+        shares = [k // m] * m if m else []  # an even split; the remainder goes to sets drawn at random
+        if m and k % m:
+            for s in torch.randperm(m, generator=gen)[: k % m].tolist():
+                shares[s] += 1
+        for (quizzes, solutions), share in zip(self._puzzle_tokens, shares):
             pick = torch.randint(len(quizzes), (share,), generator=gen)
             quiz, sol = augment_pairs(quizzes[pick], solutions[pick], gen)  # (share, 81) each
             rows.append(sol)
