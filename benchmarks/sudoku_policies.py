@@ -2,6 +2,7 @@
 
     python benchmarks/sudoku_policies.py                 # shipped model, 1,000 + 1,000 puzzles
     python benchmarks/sudoku_policies.py --n 100         # quicker
+    python benchmarks/sudoku_policies.py --model DIR --policies sequential mi:gamma=1,lam=0 --out OUT   # any model, any policy
 
 Writes ``benchmarks/results/sudoku_policies.{json,md}``. The test sets are the project's standard
 ones (``unmask sudoku generate --standard``); they are generated here if missing.
@@ -19,6 +20,7 @@ import torch
 
 from unmask.eval import compare, markdown_table, shown_path
 from unmask.model import load_model, read_config
+from unmask.policies import build_policy
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
@@ -48,7 +50,7 @@ def main() -> None:
     model = load_model(args.model, task="sudoku")
     sets = {name: standard_set(args.data_dir, name, args.n) for name in args.sets}
     start = time.time()
-    rows = compare(SudokuTask(), model, sets, args.policies)
+    rows = compare(SudokuTask(), model, sets, [build_policy(spec, model, args.model) for spec in args.policies])
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     meta = {

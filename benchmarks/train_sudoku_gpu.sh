@@ -15,7 +15,12 @@ out=${3:-runs/sudoku-big}
 device=${DEVICE:-cuda}
 unmask() { python3 -m unmask "$@"; }
 [ -f data/sudoku/val-hard.csv ] || unmask sudoku generate --standard --workers 2
-args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
+# Hard training puzzles (17 min on one core; carry data/sudoku to a GPU machine rather than make them there).
+[ -f data/sudoku/train-hard.csv ] || unmask sudoku generate --kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv \
+    --workers "$(nproc)"
+# Half of each batch: puzzle states (givens kept, blanks masked), a quarter hard and a quarter Kaggle-density.
+args=(--data data/sudoku/train.csv --puzzles data/sudoku/train-hard.csv --puzzles data/sudoku/train.csv --puzzle-prob 0.5
+      --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
       --out "$out" --steps "$steps" --batch-size "$batch" --lr 1e-3 --warmup 500 --mask-min 0.1 --mask-max 0.9
       --eval-every 1000 --ckpt-every 500 --seed 1 --device "$device")
 if [ -f "$out/checkpoint.pt" ]; then
