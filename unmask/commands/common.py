@@ -199,6 +199,8 @@ def train_inputs(args: argparse.Namespace, model_flags: list[str], fresh_config)
         if given:
             raise UnmaskError(f"{', '.join(given)}: a resumed run keeps the model shape of its checkpoint; leave them out")
         state = read_checkpoint(args.out)
+        if init_dir and not (Path(init_dir) / MODEL.weights).is_file():
+            raise UnmaskError(f"--init {init_dir}: no {MODEL.weights} there")
         if init_dir and state.get("source", {}).get("init_sha256") != file_digest(Path(init_dir) / MODEL.weights):
             raise UnmaskError(f"--init {init_dir}: the run did not start from this model; a resumed run takes its weights "
                               "from its checkpoint, leave --init out")

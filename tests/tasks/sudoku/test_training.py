@@ -123,6 +123,8 @@ def test_cli_resume_of_a_run_without_puzzles_refuses_them_and_an_init(tmp_path, 
     assert "another data mix" in capsys.readouterr().err
     assert main(resume + ["--init", str(model_dir)]) == 2
     assert "did not start from this model" in capsys.readouterr().err
+    assert main(resume + ["--init", str(tmp_path / "nowhere")]) == 2
+    assert "no model.safetensors there" in capsys.readouterr().err
     assert main(resume) == 0
 
 
