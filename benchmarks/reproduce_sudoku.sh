@@ -1,76 +1,135 @@
 #!/usr/bin/env bash
 # Every step behind the shipped Sudoku model, its MI head, its order policy and the README's Sudoku
-# tables, in order: on a new model (see the README's "stronger model" note) run it from step 3.
-# About 6 hours on 2 CPU cores (steps 1-6: 2.5 hours); the training steps resume what is there.
+# tables, in order. About 6 hours on 2 CPU cores for the 6-layer model (steps 1-6: 2.5 hours), longer
+# than one working session, so the script resumes:
+#   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is skipped on a rerun
+#     with the same model; a new model (another hash) runs every step again;
+#   - everything a step builds or trains goes to folders named after the model's hash, and the
+#     data builds and training runs inside a step resume what is there.
+#
+#   benchmarks/reproduce_sudoku.sh [FROM]   first step to run (default 1); on a new model already in
+#                                           unmask/models/sudoku (see the README's "stronger model"), 3
+#   DRY_RUN=1 benchmarks/reproduce_sudoku.sh [FROM]   print the commands of the steps still to run
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FROM=${1:-1}
+[[ $FROM =~ ^[1-9]$ ]] || { echo "reproduce_sudoku.sh: FROM must be a step number 1-9, got '$FROM'" >&2; exit 2; }
+MODEL=unmask/models/sudoku
+STAMPS=${STAMPS:-runs/reproduce-sudoku}  # where finished steps are stamped, per model hash
+
+run() {  # one command of a step (printed instead under DRY_RUN=1)
+  if [ -n "${DRY_RUN:-}" ]; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
+}
+model_hash() { [ -f $MODEL/model.safetensors ] && sha256sum $MODEL/model.safetensors | cut -c1-16 || echo none; }
+step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done on the current model
+  local n=$1 name=$2 stamp
+  [ "$n" -ge "$FROM" ] || return 0
+  H=$(model_hash)
+  stamp=$STAMPS/$H/step-$n
+  if [ -f "$stamp" ]; then echo "step $n ($name): done on model $H, skipped"; return 0; fi
+  echo "step $n ($name) on model $H"
+  "$name"
+  [ -n "${DRY_RUN:-}" ] || { mkdir -p "$(dirname "$stamp")"; date -u +%FT%TZ > "$stamp"; }
+}
 
 # 1. Data: train (100k), validation and test sets (deterministic by seed).
-[ -f data/sudoku/test-hard.csv ] || unmask sudoku generate --standard --workers 2
+data() {
+  [ -f data/sudoku/test-hard.csv ] || run unmask sudoku generate --standard --workers 2
+  [ -f data/sudoku/train-2k.csv ] || run unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
+  [ -f data/sudoku/val-kaggle-200.csv ] || run unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
+}
 
 # 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
 #    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
-args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
-      --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
-      --eval-every 500 --ckpt-every 250)
-if [ -f runs/sudoku/checkpoint.pt ]; then unmask sudoku train "${args[@]}" --resume; else unmask sudoku train "${args[@]}"; fi
-mkdir -p unmask/models/sudoku
-cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors unmask/models/sudoku/
-python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+mdm() {
+  local args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
+              --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
+              --eval-every 500 --ckpt-every 250)
+  if [ -f runs/sudoku/checkpoint.pt ]; then run unmask sudoku train "${args[@]}" --resume; else run unmask sudoku train "${args[@]}"; fi
+  run mkdir -p $MODEL
+  run cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors $MODEL/
+  run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+}
 
 # 3. Baseline policies on both test sets.
-python benchmarks/sudoku_policies.py
+baselines() { run python benchmarks/sudoku_policies.py; }
 
-# 4. MI head: exact-MI states along sequential trajectories of training puzzles, then the head.
-unmask mi data --task sudoku --model unmask/models/sudoku --examples data/sudoku/train.csv --out data/mi/sudoku \
-    --states 1200 --shard-size 100 --workers 2
-unmask mi train --task sudoku --model unmask/models/sudoku --data data/mi/sudoku --steps 2000
-#    How negative the exact MI gets and what the head charges, on 1,200 states made the same way
-#    (from the first 2,000 training puzzles; about 12 minutes on one thread).
-[ -f data/sudoku/train-2k.csv ] || unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
-python benchmarks/sudoku_mi_stats.py
+# 4. The shipped MI head (softplus link): exact-MI states along sequential trajectories of training
+#    puzzles, the head saved into the model's folder; then how negative the exact MI gets and what the
+#    head charges, on 1,200 states from the first 2,000 training puzzles (about 12 minutes on one thread).
+shipped_head() {
+  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
+      --states 1200 --shard-size 100 --workers 2
+  run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-$H --steps 2000 --link softplus --out $MODEL
+  run python benchmarks/sudoku_mi_stats.py
+}
 
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
-python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \
-    --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out benchmarks/results/tuning
-python benchmarks/sudoku_mi.py --gammas 0.01 0.03 0.1 --lams 2
-#    (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
+mi_tables() {
+  run python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \
+      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out benchmarks/results/tuning
+  run python benchmarks/sudoku_mi.py --gammas 0.01 0.03 0.1 --lams 2
+  # (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
+}
 
 # 6. A head that can charge 0 (relu link), on 10,000 states, half of them from parallel trajectories;
 #    its calibration and its cost on a core of its own.
-unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-seq --states 5000 --shard-size 250 \
-    --rows 16 --policy sequential --seed 1                                 # 32 min on one core
-unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-par --states 5000 --shard-size 250 \
-    --rows 16 --policy mi:gamma=1,lam=0 --seed 2                           # 15 min
-unmask mi train --task sudoku --data data/mi/sudoku-seq --data data/mi/sudoku-par --out runs/mi-head-sudoku --steps 3000
-mkdir -p benchmarks/results/sudoku_head_relu
-cp runs/mi-head-sudoku/mi_head.json runs/mi-head-sudoku/mi_head.safetensors benchmarks/results/sudoku_head_relu/
-python benchmarks/mi_head_calibration.py benchmarks/results/sudoku_head_relu --old unmask/models/sudoku
-python benchmarks/mi_head_cost.py benchmarks/results/sudoku_head_relu unmask/models/sudoku \
-    --data data/mi/sudoku-seq data/mi/sudoku-par                           # one thread, nothing else running
+relu_head() {
+  run unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
+      --shard-size 250 --rows 16 --policy sequential --seed 1              # 32 min on one core
+  run unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
+      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2        # 15 min
+  run unmask mi train --task sudoku --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
+      --steps 3000
+  run mkdir -p benchmarks/results/sudoku_head_relu
+  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors benchmarks/results/sudoku_head_relu/
+  run python benchmarks/mi_head_calibration.py benchmarks/results/sudoku_head_relu --old $MODEL
+  run python benchmarks/mi_head_cost.py benchmarks/results/sudoku_head_relu $MODEL \
+      --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
+}
 
 # 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min), the MI map.
-python benchmarks/exact_mi_scaling.py
-python benchmarks/sudoku_frontier.py --head benchmarks/results/sudoku_head_relu --n 300 --exact-n 50
-unmask mi map --task sudoku --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
-    --out benchmarks/results/sudoku_mi_map.png
+exact_and_frontier() {
+  run python benchmarks/exact_mi_scaling.py
+  run python benchmarks/sudoku_frontier.py --head benchmarks/results/sudoku_head_relu --n 300 --exact-n 50
+  run unmask mi map --task sudoku --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
+      --out benchmarks/results/sudoku_mi_map.png
+}
 
-# 8. Learned orders: the shipped policy (c = 0.2) and c = 1 (about 22 min each), then their tables.
-[ -f data/sudoku/val-kaggle-200.csv ] || unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
-for c in 0.2 1; do
-  order=(--data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv --val-n 100
-         --out runs/order-sudoku-tau0.1-c$c --budget 10 --tau 0.1 --step-cost $c --steps 800 --batch-size 16
-         --samples 4 --eval-every 100 --ckpt-every 50)
-  if [ -f runs/order-sudoku-tau0.1-c$c/checkpoint.pt ]; then unmask sudoku train-order "${order[@]}" --resume
-  else unmask sudoku train-order "${order[@]}"; fi
-done
-P=benchmarks/results/learned_order/policies
-python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1 $P/sudoku-tau0.1-c1
-python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2 $P/sudoku-tau0.1-c0.2
-cp $P/sudoku-tau0.1-c0.2/order_policy.* unmask/models/sudoku/
-python benchmarks/learned_order.py --task sudoku --model unmask/models/sudoku --n 200 --untrained \
-    --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
-    --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out benchmarks/results/learned_order/sudoku
+# 8. Learned orders: the shipped policy (c = 0.2) and c = 1 (about 22 min each), the plain-ELBO one
+#    (τ = 1, budget 8, about 33 min), then their tables.
+train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
+  local out=$1; shift
+  local order=(--data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv --val-n 100 --out "$out"
+               --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@")
+  if [ -f "$out/checkpoint.pt" ]; then run unmask sudoku train-order "${order[@]}" --resume
+  else run unmask sudoku train-order "${order[@]}"; fi
+}
+learned_orders() {
+  local c P=benchmarks/results/learned_order/policies
+  for c in 0.2 1; do
+    train_order runs/order-sudoku-tau0.1-c$c-$H --budget 10 --tau 0.1 --step-cost $c --steps 800
+  done
+  train_order runs/order-sudoku-T8-$H --budget 8 --steps 1200
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-T8-$H $P/sudoku-plain
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H $P/sudoku-tau0.1-c1
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H $P/sudoku-tau0.1-c0.2
+  run cp $P/sudoku-tau0.1-c0.2/order_policy.json $P/sudoku-tau0.1-c0.2/order_policy.safetensors $MODEL/
+  run python benchmarks/learned_order.py --task sudoku --model $MODEL --n 200 --untrained \
+      --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
+      --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out benchmarks/results/learned_order/sudoku
+}
 
-# 9. Every README table against its results file.
-python benchmarks/check_readme.py
+
+step 1 data
+step 2 mdm
+step 3 baselines
+step 4 shipped_head
+step 5 mi_tables
+step 6 relu_head
+step 7 exact_and_frontier
+step 8 learned_orders
+
+# 9. Every README table against its results file (always; no stamp).
+echo "step 9 (check_readme)"
+run python benchmarks/check_readme.py

@@ -154,3 +154,62 @@ def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):
     with pytest.raises(SystemExit):  # more states asked than the data holds
         load_script("mi_head_cost").main([str(tmp_path / "head"), str(model_dir), "--data", str(tmp_path / "d"),
                                           "--batches", "10", "--out", str(tmp_path / "cost")])
+
+
+REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
+
+
+def reproduce(*args: str, stamps: Path):
+    """``DRY_RUN=1 reproduce_sudoku.sh ARGS`` with its stamps under ``stamps`` (prints, runs nothing)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "STAMPS": str(stamps), "DRY_RUN": "1"}
+    return subprocess.run(["bash", str(REPRODUCE), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def shipped_hash() -> str:
+    from unmask.runs import file_digest
+
+    return file_digest(ROOT / "unmask" / "models" / "sudoku" / "model.safetensors")
+
+
+def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(tmp_path):
+    import re
+
+    r = reproduce("3", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("3456789")
+    h = shipped_hash()  # the script's hash is the library's file_digest
+    assert f"on model {h}" in r.stdout
+    # the shipped head is refitted into the model's own folder, with the link it was shipped with
+    assert "mi train --task sudoku --model unmask/models/sudoku" in r.stdout
+    assert "--link softplus --out unmask/models/sudoku" in r.stdout
+    for out in ("data/mi/sudoku", "data/mi/sudoku-seq", "data/mi/sudoku-par", "runs/mi-head-sudoku",
+                "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
+        assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
+    for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
+        assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
+    assert not any(tmp_path.iterdir())  # a dry run stamps nothing
+
+
+def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
+    h = shipped_hash()
+    (tmp_path / h).mkdir()
+    (tmp_path / h / "step-4").write_text("done\n")
+    (tmp_path / "0123456789abcdef").mkdir()
+    (tmp_path / "0123456789abcdef" / "step-5").write_text("done\n")  # another model's stamp
+    r = reproduce("3", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
+    assert "mi train --task sudoku --model" not in r.stdout
+    assert f"step 5 (mi_tables) on model {h}" in r.stdout
+    assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
+
+
+@pytest.mark.parametrize("start", ["0", "10", "x", "3 4"])
+def test_reproduce_sudoku_refuses_a_step_that_is_not_one(tmp_path, start):
+    r = reproduce(start, stamps=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "FROM must be a step number" in r.stderr
+    assert r.stdout == ""
