@@ -88,10 +88,12 @@ relu_head() {
       --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
 }
 
-# 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min), the MI map.
+# 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min) and the passes the puzzles
+#    allow (seconds), the MI map.
 exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py
   run python benchmarks/sudoku_frontier.py --head benchmarks/results/sudoku_head_relu --n 300 --exact-n 50
+  run python benchmarks/sudoku_rounds.py
   run unmask mi map --task sudoku --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
       --out benchmarks/results/sudoku_mi_map.png
 }

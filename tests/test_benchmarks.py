@@ -213,3 +213,24 @@ def test_reproduce_sudoku_refuses_a_step_that_is_not_one(tmp_path, start):
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "FROM must be a step number" in r.stderr
     assert r.stdout == ""
+
+
+def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
+    from unmask.tasks.sudoku.data import read_puzzles
+    from unmask.tasks.sudoku.grid import singles_rounds
+
+    rounds_script = load_script("sudoku_rounds")
+    _, puzzles = sudoku_files
+    data = tmp_path / "sudoku"
+    data.mkdir()
+    shutil.copy(puzzles, data / "test-kaggle.csv")
+    rounds_script.main(["--data-dir", str(data), "--sets", "test-kaggle", "--out", str(tmp_path / "out")])
+    result = json.loads((tmp_path / "out" / "sudoku_rounds.json").read_text())
+    expected = [singles_rounds(q.tolist()) for q in read_puzzles(puzzles).quizzes]
+    (row,) = result["rows"]
+    assert row["puzzles"] == 6 and sum(result["rounds_histogram"]["test-kaggle"].values()) == 6
+    assert row["singles solve %"] == round(100 * sum(r is not None for r in expected) / 6, 1)
+    cumulative = [row[f"≤{k} %"] for k in range(1, rounds_script.MAX_SHOWN + 1)]
+    assert cumulative == [round(100 * sum(r is not None and r <= k for r in expected) / 6, 1)
+                          for k in range(1, rounds_script.MAX_SHOWN + 1)]
+    assert (tmp_path / "out" / "sudoku_rounds.md").read_text().startswith("| set | puzzles |")

@@ -22,6 +22,7 @@ from unmask.tasks.sudoku.grid import (
     make_puzzle,
     puzzle_rng,
     random_solution,
+    singles_rounds,
     solve,
     solve_with_singles,
 )
@@ -324,3 +325,51 @@ def test_generate_rejects_bad_arguments():
         generate("kaggle", 2, seed=-1, progress=False)
     with pytest.raises(ValueError):
         puzzle_rng(0, 1_000_003)  # would collide with (seed 1, index 0)
+
+
+def one_parallel_round(grid):
+    """Reference for singles_rounds, by candidate sets over PEERS and UNITS: every cell the grid as it
+    stands forces (naked or hidden single), or None when nothing is forced."""
+    cand = {i: set(range(1, 10)) - {grid[j] for j in PEERS[i]} for i in range(81) if not grid[i]}
+    forced = {i: next(iter(c)) for i, c in cand.items() if len(c) == 1}
+    for unit in UNITS:
+        for d in range(1, 10):
+            spots = [i for i in unit if d in cand.get(i, ())]
+            if len(spots) == 1:
+                forced[spots[0]] = d
+    return forced or None
+
+
+def test_singles_rounds_counts_parallel_rounds_like_a_slow_reference(kaggle_pairs):
+    seen = []
+    for puzzle, solution in [(WIKI_PUZZLE, WIKI_SOLUTION), *kaggle_pairs]:
+        g, rounds = list(puzzle), 0
+        while 0 in g:
+            forced = one_parallel_round(g)
+            assert forced and all(solution[i] == d for i, d in forced.items())
+            for i, d in forced.items():
+                g[i] = d
+            rounds += 1
+        assert singles_rounds(puzzle) == rounds
+        seen.append(rounds)
+    assert max(seen) >= 3  # chains of deductions are exercised, not only one-round fills
+
+
+def test_singles_rounds_edge_cases():
+    assert singles_rounds(WIKI_SOLUTION) == 0
+    one = list(WIKI_SOLUTION)
+    one[40] = 0
+    assert singles_rounds(one) == 1
+    row = [0 if i < 9 else v for i, v in enumerate(WIKI_SOLUTION)]  # each blank's column forces it
+    assert singles_rounds(row) == 1
+    assert singles_rounds(WIKI_PUZZLE) == singles_rounds(tuple(WIKI_PUZZLE))  # any sequence
+    for k in range(2):
+        hard, _ = make_puzzle(PRESETS["hard"], puzzle_rng(31, k))
+        assert singles_rounds(hard) is None  # singles get stuck
+    clash = list(WIKI_PUZZLE)
+    clash[2] = 5  # two 5s in row 0
+    assert singles_rounds(clash) is None
+    assert singles_rounds([0] * 81) is None  # nothing forced on an empty grid
+    twice = [1, 2, 3, 4, 6, 7, 8, 0, 0] + [0] * 72
+    twice[27 + 7], twice[54 + 8] = 9, 9  # cells 7 and 8 of row 0 both forced to 5: no completion
+    assert singles_rounds(twice) is None

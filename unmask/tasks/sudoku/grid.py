@@ -142,6 +142,43 @@ def solve_with_singles(grid) -> list[int]:
     return g
 
 
+def singles_rounds(grid) -> int | None:
+    """Parallel rounds of naked + hidden singles that fill ``grid``, or None where they get stuck.
+
+    Each round places, all at once, every digit the grid as it stood at the round's start forces
+    (unlike :func:`solve_with_singles`, which uses each placement at once). A decoder that reveals
+    only such cells, all of them in every forward pass, needs this many passes: a yardstick for
+    low-NFE decoding, not a bound on a model that reasons further within one pass.
+    """
+    g = list(grid)
+    masks = _masks(g)
+    if masks is None:
+        return None
+    rows, cols, boxes = masks
+    rounds = 0
+    while not all(g):
+        free = {i: ALL & ~(rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) for i in range(81) if not g[i]}
+        forced = {i: _DIGITS[m][0] for i, m in free.items() if _POPCOUNT[m] == 1}  # naked singles
+        for unit in UNITS:  # hidden singles
+            for d in range(1, 10):
+                spots = [i for i in unit if i in free and free[i] >> (d - 1) & 1]
+                if len(spots) == 1:
+                    if forced.setdefault(spots[0], d) != d:
+                        return None  # one cell forced to two digits: no completion
+        if not forced:
+            return None
+        for i, d in forced.items():
+            bit = 1 << (d - 1)
+            if (rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) & bit:
+                return None  # two cells of a unit forced to one digit in the same round
+            g[i] = d
+            rows[ROW[i]] |= bit
+            cols[COL[i]] |= bit
+            boxes[BOX[i]] |= bit
+        rounds += 1
+    return rounds
+
+
 def is_easy(puzzle) -> bool:
     """True if naked + hidden singles alone solve the puzzle."""
     return all(solve_with_singles(puzzle))
