@@ -9,7 +9,9 @@ the real error against ε = 0 on the same states (every entry I[i, j] of every m
 sequential trajectories and of parallel ones (the entropy budget, mi:gamma=1,lam=0 — where
 parallel decoding makes its decisions), on test-kaggle and test-hard. The rows with ``skip_rows_below``
 also leave out positions the model is nearly sure of: for one consistent joint their MI would be at
-most H(X_i | C); the measured error shows whether this model's conditionals allow it.
+most H(X_i | C); the measured error shows whether this model's conditionals allow it. The ε = 0 rows
+also say how far the model is from one consistent joint: the Spearman correlation of I[i, j] with
+I[j, i] over masked pairs (1 for a joint) and the share of negative entries (0 for a joint).
 Writes ``benchmarks/results/exact_mi_scaling.{json,md}``.
 """
 
@@ -25,6 +27,7 @@ import torch
 from unmask.eval import markdown_table, shown_path
 from unmask.mi import exact_mi
 from unmask.mi.data import states_along
+from unmask.mi.fit import consistency
 from unmask.model import load_model
 from unmask.tasks.sudoku.data import to_tokens
 from unmask.tasks.sudoku.generate import standard_set
@@ -40,20 +43,23 @@ def states(model, puzzles: torch.Tensor, policy: str, seed: int) -> torch.Tensor
     return states_along(model, puzzles, policy, torch.arange(len(puzzles)) + seed, torch.Generator().manual_seed(seed))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL))
+    p.add_argument("--data-dir", default="data/sudoku", type=Path)
     p.add_argument("--n", type=int, default=100, help="states per kind and test set")
+    p.add_argument("--eps", type=float, nargs="+", default=EPS, help="truncation levels to measure")
+    p.add_argument("--skip", type=float, nargs="+", default=SKIP, help="row-skipping entropies (with ε = 1e-3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/results", type=Path)
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     torch.set_num_threads(1)
     start = time.time()
     model = load_model(args.model, task="sudoku")
     rows = []
     for split in ("test-kaggle", "test-hard"):
-        puzzles = to_tokens(standard_set("data/sudoku", split, args.n).quizzes)
+        puzzles = to_tokens(standard_set(args.data_dir, split, args.n).quizzes)
         for kind, policy in KINDS.items():
             x = states(model, puzzles, policy, args.seed)
             masked = x == model.mask_id
@@ -64,8 +70,9 @@ def main() -> None:
             both = masked[:, :, None] & masked[:, None, :]
             rows.append({**base, "eps": 0.0, "skip_rows_below": 0.0, "mean_passes": float(ref.passes.double().mean()), "full_passes": float(full.mean()),
                          "saving_x": float(full.sum() / ref.passes.sum()), "max_error": 0.0, "mean_error": 0.0,
-                         "max_bound": 0.0})
-            runs = [(eps, 0.0) for eps in EPS] + [(1e-3, skip) for skip in SKIP]
+                         "max_bound": 0.0, "negative_share": float((ref.raw[both & ~torch.eye(x.shape[1], dtype=torch.bool)] < 0).double().mean()),
+                         **consistency({"tokens": x, "mi": ref.raw, "rows": ref.rows}, model.mask_id)})
+            runs = [(eps, 0.0) for eps in args.eps] + [(1e-3, skip) for skip in args.skip]
             for eps, skip in runs:
                 res = exact_mi(model, x, rows=masked & (ref.entropy >= skip), eps=eps)
                 err = (res.raw - ref.raw).abs()[both]
@@ -79,7 +86,7 @@ def main() -> None:
               "minutes": round((time.time() - start) / 60, 1)}
     (args.out / "exact_mi_scaling.json").write_text(json.dumps(result, indent=1) + "\n")
     cols = ["set", "states_from", "mean_masked", "eps", "skip_rows_below", "mean_passes", "full_passes", "saving_x", "max_error", "mean_error",
-            "max_bound"]
+            "max_bound", "negative_share", "exact_ij_vs_ji_spearman"]
     md = markdown_table(rows, cols)
     (args.out / "exact_mi_scaling.md").write_text(md + "\n")
     print(md)

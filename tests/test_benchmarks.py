@@ -234,3 +234,25 @@ def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
     assert cumulative == [round(100 * sum(r is not None and r <= k for r in expected) / 6, 1)
                           for k in range(1, rounds_script.MAX_SHOWN + 1)]
     assert (tmp_path / "out" / "sudoku_rounds.md").read_text().startswith("| set | puzzles |")
+
+
+def test_exact_mi_scaling_script_keeps_each_error_within_its_bound(tmp_path, sudoku_files):
+    scaling = load_script("exact_mi_scaling")
+    model_dir, puzzles = sudoku_files
+    data = tmp_path / "sudoku"
+    data.mkdir()
+    for name in ("test-kaggle", "test-hard"):
+        shutil.copy(puzzles, data / f"{name}.csv")
+    scaling.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "2", "--eps", "0.01", "0.1",
+                  "--skip", "0.5", "--out", str(tmp_path / "out")])
+    rows = json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"]
+    assert len(rows) == 2 * 2 * 4  # sets × kinds × (ε = 0, two ε, one row skip)
+    for r in rows:
+        assert 1 <= r["mean_passes"] <= r["full_passes"]
+        if r["eps"] == 0:
+            assert r["saving_x"] == 1 and r["max_error"] == 0
+            assert 0 <= r["negative_share"] <= 1 and -1 <= r["exact_ij_vs_ji_spearman"] <= 1
+        elif r["skip_rows_below"] == 0:  # ε-truncation alone: the stored bound covers the real error
+            assert r["max_error"] <= r["max_bound"] + 1e-9
+    eps_rows = [r for r in rows if r["eps"] > 0 and r["skip_rows_below"] == 0]
+    assert any(r["saving_x"] > 1 for r in eps_rows)  # truncation skips some probes even on a random model
