@@ -21,6 +21,14 @@ def load_script(name: str):
     return module
 
 
+def standard_sets_of(puzzles: Path, folder: Path, names=("test-kaggle", "test-hard")) -> Path:
+    """A ``--data-dir`` whose standard sets ``names`` are all copies of the CSV ``puzzles``."""
+    folder.mkdir()
+    for name in names:
+        shutil.copy(puzzles, folder / f"{name}.csv")
+    return folder
+
+
 def test_frontier_picks_the_best_accuracy_within_the_passes():
     frontier = load_script("sudoku_frontier")
     rows = [{"mean_nfe": 3.0, "accuracy %": 50.0}, {"mean_nfe": 5.5, "accuracy %": 70.0}, {"mean_nfe": 2.0, "accuracy %": 60.0}]
@@ -38,10 +46,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
 
     frontier = load_script("sudoku_frontier")
     model_dir, puzzles = sudoku_files
-    data = tmp_path / "sudoku"
-    data.mkdir()
-    for name in ("test-kaggle", "test-hard"):
-        shutil.copy(puzzles, data / f"{name}.csv")
+    data = standard_sets_of(puzzles, tmp_path / "sudoku")
     torch.manual_seed(0)
     save_head(MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu")), model_dir)
     frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", "--quick",
@@ -221,9 +226,7 @@ def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
 
     rounds_script = load_script("sudoku_rounds")
     _, puzzles = sudoku_files
-    data = tmp_path / "sudoku"
-    data.mkdir()
-    shutil.copy(puzzles, data / "test-kaggle.csv")
+    data = standard_sets_of(puzzles, tmp_path / "sudoku", ["test-kaggle"])
     rounds_script.main(["--data-dir", str(data), "--sets", "test-kaggle", "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out" / "sudoku_rounds.json").read_text())
     expected = [singles_rounds(q.tolist()) for q in read_puzzles(puzzles).quizzes]
@@ -239,10 +242,7 @@ def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
 def test_exact_mi_scaling_script_keeps_each_error_within_its_bound(tmp_path, sudoku_files):
     scaling = load_script("exact_mi_scaling")
     model_dir, puzzles = sudoku_files
-    data = tmp_path / "sudoku"
-    data.mkdir()
-    for name in ("test-kaggle", "test-hard"):
-        shutil.copy(puzzles, data / f"{name}.csv")
+    data = standard_sets_of(puzzles, tmp_path / "sudoku")
     scaling.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "2", "--eps", "0.01", "0.1",
                   "--skip", "0.5", "--out", str(tmp_path / "out")])
     rows = json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"]
