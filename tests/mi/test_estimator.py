@@ -141,7 +141,10 @@ def test_consistency_on_a_hand_made_state():
 
     mi = torch.tensor([[[0.0, 0.3, 0.7], [0.5, 0.0, 0.9], [0.0, 0.0, 0.0]]])
     data = {"tokens": torch.full((1, 3), 4), "rows": torch.tensor([[True, True, False]]), "mi": mi}
-    assert consistency(data, 4) == {"exact_ij_vs_ji_pearson": pytest.approx(-1.0), "exact_ij_vs_ji_spearman": pytest.approx(-1.0)}
+    assert consistency(data, 4) == {"exact_ij_vs_ji_pearson": pytest.approx(-1.0), "exact_ij_vs_ji_spearman": pytest.approx(-1.0),
+                                    "exact_ij_vs_ji_spearman_matters": pytest.approx(-1.0)}
+    data["mi"] = mi / 50  # ½(I_01 + I_10) = 0.008: no pair matters, so no Spearman over them
+    assert set(consistency(data, 4)) == {"exact_ij_vs_ji_pearson", "exact_ij_vs_ji_spearman"}
     data["rows"] = torch.tensor([[True, False, False]])
     assert consistency(data, 4) == {}  # no pair with both rows: nothing to compare
 

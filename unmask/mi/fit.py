@@ -13,6 +13,10 @@ from unmask.mi.estimator import LINKS, HeadConfig, MIHead
 from unmask.mi.exact import symmetrise
 from unmask.optim import adamw, set_lr, warmup_cosine
 
+MATTERS = 0.01  # nats: pairs with more exact MI than this are the ones a decoder must not reveal together
+INDEPENDENT = 1e-3  # nats: pairs with less are, for decoding, independent (a head should charge them ~0)
+CALIBRATION_EDGES = (0.0, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, float("inf"))  # bins of the exact MI
+
 
 @dataclass(frozen=True)
 class HeadTrainConfig:
@@ -54,7 +58,11 @@ def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
     a, b = data["mi"].double()[both], data["mi"].double().transpose(1, 2)[both]
     if len(a) < 2:
         return {}
-    return {"exact_ij_vs_ji_pearson": _pearson(a, b), "exact_ij_vs_ji_spearman": _pearson(_ranks(a), _ranks(b))}
+    out = {"exact_ij_vs_ji_pearson": _pearson(a, b), "exact_ij_vs_ji_spearman": _pearson(_ranks(a), _ranks(b))}
+    matter = (a + b) / 2 > MATTERS  # the pairs the head's Spearman "on pairs that matter" is taken over
+    if matter.sum() > 1:
+        out["exact_ij_vs_ji_spearman_matters"] = _pearson(_ranks(a[matter]), _ranks(b[matter]))
+    return out
 
 
 @torch.no_grad()
@@ -119,11 +127,6 @@ def topk_recall(est: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k:
 def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a - a.mean(), b - b.mean()
     return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-12))
-
-
-MATTERS = 0.01  # nats: pairs with more exact MI than this are the ones a decoder must not reveal together
-INDEPENDENT = 1e-3  # nats: pairs with less are, for decoding, independent (a head should charge them ~0)
-CALIBRATION_EDGES = (0.0, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, float("inf"))  # bins of the exact MI
 
 
 def calibration(est: torch.Tensor, exact: torch.Tensor, edges=CALIBRATION_EDGES) -> list[dict]:
