@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Every step behind the shipped Sudoku model, its MI head, its order policy and the README's Sudoku
-# tables, in order. About 6 hours on 2 CPU cores for the 6-layer model (steps 1-6: 2.5 hours), longer
+# tables, in order. About 6.5 hours on 2 CPU cores for the 6-layer model (steps 1-6: 2.5 hours), longer
 # than one working session, so the script resumes:
-#   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is skipped on a rerun
-#     with the same model; a new model (another hash) runs every step again;
+#   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is
+#     skipped on a rerun with the same model (delete the stamp to run it again); a new model (another
+#     hash) runs every step again;
 #   - everything a step builds or trains goes to folders named after the model's hash, and the
 #     data builds and training runs inside a step resume what is there.
+# Step 2 is the recipe of the 6-layer model shipped now: shipping another model replaces it.
 #
-#   benchmarks/reproduce_sudoku.sh [FROM]   first step to run (default 1); on a new model already in
+#   benchmarks/reproduce_sudoku.sh [FROM]   first step to run (default 1; the data of step 1 is always
+#                                           made if missing); on a new model already in
 #                                           unmask/models/sudoku (see the README's "stronger model"), 3
 #   DRY_RUN=1 benchmarks/reproduce_sudoku.sh [FROM]   print the commands of the steps still to run
 set -euo pipefail
@@ -17,8 +20,9 @@ FROM=${1:-1}
 MODEL=unmask/models/sudoku
 STAMPS=${STAMPS:-runs/reproduce-sudoku}  # where finished steps are stamped, per model hash
 
+dry() { [ "${DRY_RUN:-0}" != 0 ]; }
 run() {  # one command of a step (printed instead under DRY_RUN=1)
-  if [ -n "${DRY_RUN:-}" ]; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
+  if dry; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
 }
 model_hash() { [ -f $MODEL/model.safetensors ] && sha256sum $MODEL/model.safetensors | cut -c1-16 || echo none; }
 step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done on the current model
@@ -29,8 +33,8 @@ step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done
   if [ -f "$stamp" ]; then echo "step $n ($name): done on model $H, skipped"; return 0; fi
   echo "step $n ($name) on model $H"
   "$name"
-  [ -n "${DRY_RUN:-}" ] || { mkdir -p "$(dirname "$stamp")"; date -u +%FT%TZ > "$stamp"; }
-}
+  dry || { stamp=$STAMPS/$(model_hash)/step-$n; mkdir -p "$(dirname "$stamp")"; date -u +%FT%TZ > "$stamp"; }
+}  # (stamped under the hash after the step: step 2 makes the model)
 
 # 1. Data: train (100k), validation and test sets (deterministic by seed).
 data() {
@@ -42,6 +46,9 @@ data() {
 # 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
 #    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
 mdm() {
+  if [ -f $MODEL/model.safetensors ] && ! git diff --quiet HEAD -- $MODEL/model.safetensors 2>/dev/null; then
+    echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
+  fi
   local args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
               --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
               --eval-every 500 --ckpt-every 250)
@@ -112,18 +119,25 @@ learned_orders() {
   for c in 0.2 1; do
     train_order runs/order-sudoku-tau0.1-c$c-$H --budget 10 --tau 0.1 --step-cost $c --steps 800
   done
+  # The plain-ELBO policy was trained to step 400 and resumed with --steps 1200 (a stretched schedule).
+  [ -f runs/order-sudoku-T8-$H/checkpoint.pt ] || train_order runs/order-sudoku-T8-$H --budget 8 --steps 400
   train_order runs/order-sudoku-T8-$H --budget 8 --steps 1200
   run python benchmarks/keep_order_policy.py runs/order-sudoku-T8-$H $P/sudoku-plain
   run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H $P/sudoku-tau0.1-c1
   run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H $P/sudoku-tau0.1-c0.2
   run cp $P/sudoku-tau0.1-c0.2/order_policy.json $P/sudoku-tau0.1-c0.2/order_policy.safetensors $MODEL/
+  for run_name in T8 tau0.1-c0.2 tau0.1-c1; do  # their logs, and the shipped policy's curve
+    run cp runs/order-sudoku-$run_name-$H/log.jsonl benchmarks/results/learned_order/runs/sudoku-$run_name.jsonl
+  done
+  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out benchmarks/results/learned_order/sudoku/curve
   run python benchmarks/learned_order.py --task sudoku --model $MODEL --n 200 --untrained \
       --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
       --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out benchmarks/results/learned_order/sudoku
 }
 
 
-step 1 data
+echo "step 1 (data, whatever FROM is)"
+data
 step 2 mdm
 step 3 baselines
 step 4 shipped_head

@@ -184,7 +184,7 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
 
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("3456789")
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("13456789")  # the data is always made if missing
     h = shipped_hash()  # the script's hash is the library's file_digest
     assert f"on model {h}" in r.stdout
     # the shipped head is refitted into the model's own folder, with the link it was shipped with
@@ -195,6 +195,7 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
     for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
         assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
+    assert re.search(rf"--budget 8 --steps 400\n.*--out runs/order-sudoku-T8-{h} .*--budget 8 --steps 1200\n", r.stdout)
     assert not any(tmp_path.iterdir())  # a dry run stamps nothing
 
 
@@ -236,6 +237,8 @@ def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
     cumulative = [row[f"≤{k} %"] for k in range(1, rounds_script.MAX_SHOWN + 1)]
     assert cumulative == [round(100 * sum(r is not None and r <= k for r in expected) / 6, 1)
                           for k in range(1, rounds_script.MAX_SHOWN + 1)]
+    solved = [r for r in expected if r is not None]
+    assert row["mean rounds"] == round(sum(solved) / len(solved), 2) and row["max rounds"] == max(solved)
     assert (tmp_path / "out" / "sudoku_rounds.md").read_text().startswith("| set | puzzles |")
 
 

@@ -373,3 +373,10 @@ def test_singles_rounds_edge_cases():
     twice = [1, 2, 3, 4, 6, 7, 8, 0, 0] + [0] * 72
     twice[27 + 7], twice[54 + 8] = 9, 9  # cells 7 and 8 of row 0 both forced to 5: no completion
     assert singles_rounds(twice) is None
+    # No completion, yet every round's forced cells fit the round-start grid: two cells of one unit
+    # are forced to the same digit within a round (placing both would go on to "solve" it in 4).
+    clash_in_round = [4, 0, 9, 2, 0, 5, 0, 0, 7, 0, 0, 7, 0, 8, 0, 0, 0, 1, 2, 8, 0, 0, 0, 4, 5, 0, 6, 8, 0, 0, 1, 0, 9, 3, 2,
+                      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5, 2, 3, 0, 8, 0, 0, 3, 0, 6, 0, 7, 4, 0, 8, 0, 0, 0, 8, 0, 2, 9,
+                      0, 0, 9, 4, 8, 0, 0, 0, 6, 7, 0]
+    assert count_solutions(clash_in_round, 2) == 0
+    assert singles_rounds(clash_in_round) is None
