@@ -25,6 +25,10 @@ run() {  # one command of a step (printed instead under DRY_RUN=1)
   if dry; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
 }
 model_hash() { [ -f $MODEL/model.safetensors ] && sha256sum $MODEL/model.safetensors | cut -c1-16 || echo none; }
+resumable() {  # resumable OUT COMMAND...: a training run into OUT, resumed where it is
+  local out=$1; shift
+  if [ -f "$out/checkpoint.pt" ]; then run "$@" --resume; else run "$@"; fi
+}
 step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done on the current model
   local n=$1 name=$2 stamp
   [ "$n" -ge "$FROM" ] || return 0
@@ -52,7 +56,7 @@ mdm() {
   local args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
               --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
               --eval-every 500 --ckpt-every 250)
-  if [ -f runs/sudoku/checkpoint.pt ]; then run unmask sudoku train "${args[@]}" --resume; else run unmask sudoku train "${args[@]}"; fi
+  resumable runs/sudoku unmask sudoku train "${args[@]}"
   run mkdir -p $MODEL
   run cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors $MODEL/
   run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
@@ -109,10 +113,8 @@ exact_and_frontier() {
 #    (τ = 1, budget 8, about 33 min), then their tables.
 train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
   local out=$1; shift
-  local order=(--data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv --val-n 100 --out "$out"
-               --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@")
-  if [ -f "$out/checkpoint.pt" ]; then run unmask sudoku train-order "${order[@]}" --resume
-  else run unmask sudoku train-order "${order[@]}"; fi
+  resumable "$out" unmask sudoku train-order --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
+      --val-n 100 --out "$out" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@"
 }
 learned_orders() {
   local c P=benchmarks/results/learned_order/policies

@@ -105,6 +105,16 @@ def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
     return found
 
 
+def _place(g: list[int], masks, i: int, d: int) -> None:
+    """Write digit ``d`` at cell ``i`` and mark it used in its row, column and box masks."""
+    rows, cols, boxes = masks
+    bit = 1 << (d - 1)
+    g[i] = d
+    rows[ROW[i]] |= bit
+    cols[COL[i]] |= bit
+    boxes[BOX[i]] |= bit
+
+
 def solve_with_singles(grid) -> list[int]:
     """Fill what naked and hidden singles alone can; blanks stay 0 where they get stuck."""
     g = list(grid)
@@ -112,14 +122,6 @@ def solve_with_singles(grid) -> list[int]:
     if masks is None:
         return g
     rows, cols, boxes = masks
-
-    def place(i: int, d: int) -> None:
-        bit = 1 << (d - 1)
-        g[i] = d
-        rows[ROW[i]] |= bit
-        cols[COL[i]] |= bit
-        boxes[BOX[i]] |= bit
-
     progress = True
     while progress:
         progress = False
@@ -127,7 +129,7 @@ def solve_with_singles(grid) -> list[int]:
             if not g[i]:
                 free = ALL & ~(rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]])
                 if _POPCOUNT[free] == 1:
-                    place(i, _DIGITS[free][0])
+                    _place(g, masks, i, _DIGITS[free][0])
                     progress = True
         for unit in UNITS:  # hidden singles: a digit with one place in a unit
             for d in range(1, 10):
@@ -137,7 +139,7 @@ def solve_with_singles(grid) -> list[int]:
                     if not g[i] and not (rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) & bit
                 ]
                 if len(spots) == 1:
-                    place(spots[0], d)
+                    _place(g, masks, spots[0], d)
                     progress = True
     return g
 
@@ -168,13 +170,9 @@ def singles_rounds(grid) -> int | None:
         if not forced:
             return None
         for i, d in forced.items():
-            bit = 1 << (d - 1)
-            if (rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) & bit:
+            if (rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]]) >> (d - 1) & 1:
                 return None  # two cells of a unit forced to one digit in the same round
-            g[i] = d
-            rows[ROW[i]] |= bit
-            cols[COL[i]] |= bit
-            boxes[BOX[i]] |= bit
+            _place(g, masks, i, d)
         rounds += 1
     return rounds
 
