@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import markdown_table, shown_path
+from unmask.eval import markdown_table, results_cache, shown_path
 from unmask.mi import exact_mi
 from unmask.mi.data import states_along
 from unmask.mi.fit import consistency
@@ -36,12 +36,40 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
 EPS = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 SKIP = [1e-4, 1e-3]  # also skip whole rows of positions with H(X_i | C) below this (with ε = 1e-3)
+SETS = ("test-kaggle", "test-hard")
 KINDS = {"sequential": "sequential", "parallel": "mi:gamma=1,lam=0"}  # whose trajectories the states come from
 
 
 def states(model, puzzles: torch.Tensor, policy: str, seed: int) -> torch.Tensor:
     """One state per puzzle at a uniformly random step of its trajectory under ``policy``."""
     return states_along(model, puzzles, policy, torch.arange(len(puzzles)) + seed, torch.Generator().manual_seed(seed))
+
+
+def measure(model, puzzles: torch.Tensor, split: str, kind: str, args) -> list[dict]:
+    """The rows of one test set and one kind of trajectory: ε = 0 (the reference), each ε, each skip."""
+    policy = KINDS[kind]
+    rows = []
+    x = states(model, puzzles, policy, args.seed)
+    masked = x == model.mask_id
+    n_masked = masked.sum(1).double()
+    full = 1 + n_masked * model.vocab_size  # (S,) passes of the plain method
+    ref = exact_mi(model, x, eps=0.0)
+    base = {"set": split, "states_from": kind, "states": len(x), "mean_masked": float(n_masked.mean())}
+    both = masked[:, :, None] & masked[:, None, :]
+    rows.append({**base, "eps": 0.0, "skip_rows_below": 0.0, "mean_passes": float(ref.passes.double().mean()), "full_passes": float(full.mean()),
+                 "saving_x": float(full.sum() / ref.passes.sum()), "max_error": 0.0, "mean_error": 0.0,
+                 "max_bound": 0.0, "negative_share": float((ref.raw[both & ~torch.eye(x.shape[1], dtype=torch.bool)] < 0).double().mean()),
+                 **consistency({"tokens": x, "mi": ref.raw, "rows": ref.rows}, model.mask_id)})
+    runs = [(eps, 0.0) for eps in args.eps] + [(1e-3, skip) for skip in args.skip]
+    for eps, skip in runs:
+        res = exact_mi(model, x, rows=masked & (ref.entropy >= skip), eps=eps)
+        err = (res.raw - ref.raw).abs()[both]
+        rows.append({**base, "eps": eps, "skip_rows_below": skip, "mean_passes": float(res.passes.double().mean()),
+                     "full_passes": float(full.mean()), "saving_x": float(full.sum() / res.passes.sum()),
+                     "max_error": float(err.max()), "mean_error": float(err.mean()),
+                     "max_bound": float(res.bound.max())})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,30 +86,18 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     start = time.time()
     model = load_model(args.model, task="sudoku")
+    # Blocks measured before an interruption are kept in OUT/exact_mi_scaling.partial.jsonl and reused.
+    cache = results_cache(args.out, "exact_mi_scaling", args.model, [args.data_dir / f"{s}.csv" for s in SETS],
+                          n=args.n, seed=args.seed, eps=args.eps, skip=args.skip)
     rows = []
-    for split in ("test-kaggle", "test-hard"):
+    for split in SETS:
         puzzles = to_tokens(standard_set(args.data_dir, split, args.n).quizzes)
-        for kind, policy in KINDS.items():
-            x = states(model, puzzles, policy, args.seed)
-            masked = x == model.mask_id
-            n_masked = masked.sum(1).double()
-            full = 1 + n_masked * model.vocab_size  # (S,) passes of the plain method
-            ref = exact_mi(model, x, eps=0.0)
-            base = {"set": split, "states_from": kind, "states": len(x), "mean_masked": float(n_masked.mean())}
-            both = masked[:, :, None] & masked[:, None, :]
-            rows.append({**base, "eps": 0.0, "skip_rows_below": 0.0, "mean_passes": float(ref.passes.double().mean()), "full_passes": float(full.mean()),
-                         "saving_x": float(full.sum() / ref.passes.sum()), "max_error": 0.0, "mean_error": 0.0,
-                         "max_bound": 0.0, "negative_share": float((ref.raw[both & ~torch.eye(x.shape[1], dtype=torch.bool)] < 0).double().mean()),
-                         **consistency({"tokens": x, "mi": ref.raw, "rows": ref.rows}, model.mask_id)})
-            runs = [(eps, 0.0) for eps in args.eps] + [(1e-3, skip) for skip in args.skip]
-            for eps, skip in runs:
-                res = exact_mi(model, x, rows=masked & (ref.entropy >= skip), eps=eps)
-                err = (res.raw - ref.raw).abs()[both]
-                rows.append({**base, "eps": eps, "skip_rows_below": skip, "mean_passes": float(res.passes.double().mean()),
-                             "full_passes": float(full.mean()), "saving_x": float(full.sum() / res.passes.sum()),
-                             "max_error": float(err.max()), "mean_error": float(err.mean()),
-                             "max_bound": float(res.bound.max())})
-                print(json.dumps(rows[-1]), flush=True)
+        for kind in KINDS:
+            block = cache.get({"set": split, "kind": kind})
+            if block is None:
+                block = measure(model, puzzles, split, kind, args)
+                cache.put({"set": split, "kind": kind}, block)
+            rows += block
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"model": shown_path(args.model), "n": args.n, "seed": args.seed, "rows": rows,
               "minutes": round((time.time() - start) / 60, 1)}
@@ -90,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             "max_bound", "negative_share", "exact_ij_vs_ji_spearman", "exact_ij_vs_ji_spearman_matters"]
     md = markdown_table(rows, cols)
     (args.out / "exact_mi_scaling.md").write_text(md + "\n")
+    cache.done()
     print(md)
 
 

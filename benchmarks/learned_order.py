@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import evaluate, markdown_table, mixture_frontier, shown_path
+from unmask.eval import evaluate, markdown_table, mixture_frontier, results_cache, shown_path
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.order.net import OrderConfig, OrderNet, load_order_net
 from unmask.order.policy import LearnedOrder
@@ -152,10 +152,18 @@ def main(argv: list[str] | None = None) -> None:
         runs.append((LearnedOrder(net=net), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget}"))
         runs.append((LearnedOrder(net=net, sample=False), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget},sample=False"))
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
+    # Rows measured before an interruption are kept in OUT/learned_order.partial.jsonl and reused.
+    policy_files = [Path(d) / "order_policy.safetensors" for d in [args.model, *(i.partition("=")[2] for i in args.learned)]]
+    cache = results_cache(args.out, "learned_order", args.model, [*(s.partition("=")[2] for s in args.sets), *policy_files],
+                          n=args.n, sets=args.sets, learned=args.learned, batch_size=args.batch_size)
     rows = []
     for set_name, examples in sets.items():
         for policy, budget, label in runs:
-            m = evaluate(task, model, examples, policy, batch_size=args.batch_size)
+            key = {"set": set_name, "policy": label or policy_spec(policy)}
+            m = cache.get(key)
+            if m is None:
+                m = evaluate(task, model, examples, policy, batch_size=args.batch_size)
+                cache.put(key, m)
             rows.append({"set": set_name, "policy": label or policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
                          "steps range": f"{m['min_nfe']}–{m['max_nfe']}", "accuracy %": round(100 * m["accuracy"], 1),
                          "seconds": m["seconds"]})
@@ -169,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {"meta": meta, "rows": rows, "reference": REFERENCE}
     (args.out / "learned_order.json").write_text(json.dumps(result, indent=1) + "\n")
     print(write_tables(result, args.out, args.task))
+    cache.done()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import compare, frontier, markdown_table, shown_path
+from unmask.eval import compare, frontier, markdown_table, results_cache, shown_path
+from unmask.mi.estimator import HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy
@@ -83,23 +84,27 @@ def main(argv: list[str] | None = None) -> None:
     head_dir = args.head or args.model  # where build_policy finds the MI head
     task = SudokuTask()
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
+    # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
+    cache = results_cache(args.out, args.name, args.model, [*(args.data_dir / f"{s}.csv" for s in REGIME),
+                          Path(head_dir) / HEAD_WEIGHTS], n=args.n)
     rows = []
     for family, specs in FAMILIES.items():
         specs = specs[::2] if args.quick else specs
-        for r in compare(task, model, sets, [build_policy(s, model, head_dir) for s in specs], progress=False):
+        for r in compare(task, model, sets, [build_policy(s, model, head_dir) for s in specs], progress=False, cache=cache):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     if args.exact_n:
         first = {f"{name} (first {args.exact_n})": standard_set(args.data_dir, name, args.exact_n) for name in REGIME}
         for family, spec in (("entropy budget", "mi:gamma={g},lam=0"), ("exact MI λ=2", "mi_exact:gamma={g},lam=2")):
             policies = [build_policy(spec.format(g=g), model, head_dir) for g in EXACT_GAMMAS]
-            for r in compare(task, model, first, policies, progress=False):
+            for r in compare(task, model, first, policies, progress=False, cache=cache):
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n,
               "threads": args.threads, "rows": rows, "minutes": round((time.time() - start) / 60, 1)}
     write(result, args.out, args.name)
+    cache.done()
 
 
 GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"], False),  # name → title, families, oracle sets

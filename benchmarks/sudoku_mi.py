@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import compare, markdown_table, shown_path
+from unmask.eval import compare, markdown_table, results_cache, shown_path
 from unmask.mi import exact_mi
-from unmask.mi.estimator import load_head
+from unmask.mi.estimator import HEAD_WEIGHTS, load_head
 from unmask.mi.maps import structure_score
 from unmask.mi.policies import MIGuided
 from unmask.model import load_model
@@ -106,29 +106,33 @@ def main() -> None:
                                 "exact_minutes": round((time.time() - start) / 60, 1)}
         write(args.out, meta, rows, saved["structure"], saved["reference"])
         return
+    # Rows measured before an interruption are kept in OUT/sudoku_mi.partial.jsonl and reused.
+    cache = results_cache(args.out, "sudoku_mi", args.model, [*(args.data_dir / f"{s}.csv" for s in args.sets),
+                          Path(args.model) / HEAD_WEIGHTS], n=args.n)
     rows = reuse_baselines(args.out / "sudoku_policies.json", args.n, args.sets)
     missing = [s for s in BASELINES if not any(r["policy"] == policy_spec(parse_policy(s)) for r in rows)]
     gammas = args.gammas or [round(DEFAULT.gamma * f, 4) for f in (1 / 3, 1, 3)]
     lams = [0.0] + [lam for lam in args.lams if lam != 0]
     mi = [f"mi:gamma={g},lam={lam}" for lam in lams for g in gammas]
     task = SudokuTask()
-    rows += compare(task, model, sets, [build_policy(s, model, args.model) for s in missing + mi])
+    rows += compare(task, model, sets, [build_policy(s, model, args.model) for s in missing + mi], cache=cache)
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     if args.exact_n:
-        rows += exact_rows(args, model, sets)
+        rows += exact_rows(args, model, sets, cache)
     struct = {name: structure(model, head, data, min(200, len(data))) for name, data in sets.items()}
     meta = {"model": shown_path(args.model), "parameters": model.num_parameters(), "head_parameters": head.num_parameters(),
             "n": args.n, "exact_n": args.exact_n, "threads": args.threads, "minutes": round((time.time() - start) / 60, 1)}
     write(args.out, meta, rows, struct, REFERENCE)
+    cache.done()
 
 
-def exact_rows(args, model, sets: dict) -> list[dict]:
+def exact_rows(args, model, sets: dict, cache=None) -> list[dict]:
     """Sequential, the head and the exact-MI oracle (same γ, λ) on the first ``args.exact_n`` of each set."""
     small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
     exact = build_policy(args.exact, model, args.model)
     same = build_policy(policy_spec(MIGuided(exact.gamma, exact.lam)), model, args.model)
-    rows = compare(SudokuTask(), model, small, ["sequential", same, exact])
+    rows = compare(SudokuTask(), model, small, ["sequential", same, exact], cache=cache)
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     return rows

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.eval import compare, markdown_table, shown_path
+from unmask.eval import compare, markdown_table, results_cache, shown_path
 from unmask.model import load_model, read_config
 from unmask.policies import build_policy
 from unmask.tasks.sudoku.generate import standard_set
@@ -50,7 +50,9 @@ def main() -> None:
     model = load_model(args.model, task="sudoku")
     sets = {name: standard_set(args.data_dir, name, args.n) for name in args.sets}
     start = time.time()
-    rows = compare(SudokuTask(), model, sets, [build_policy(spec, model, args.model) for spec in args.policies])
+    # Rows measured before an interruption are kept in OUT/sudoku_policies.partial.jsonl and reused.
+    cache = results_cache(args.out, "sudoku_policies", args.model, [args.data_dir / f"{s}.csv" for s in args.sets], n=args.n)
+    rows = compare(SudokuTask(), model, sets, [build_policy(spec, model, args.model) for spec in args.policies], cache=cache)
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     meta = {
@@ -62,6 +64,7 @@ def main() -> None:
     (args.out / "sudoku_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "seconds"])
     (args.out / "sudoku_policies.md").write_text(table + "\n")
+    cache.done()
     print(table)
 
 

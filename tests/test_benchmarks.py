@@ -259,3 +259,35 @@ def test_exact_mi_scaling_script_keeps_each_error_within_its_bound(tmp_path, sud
             assert r["max_error"] <= r["max_bound"] + 1e-9
     eps_rows = [r for r in rows if r["eps"] > 0 and r["skip_rows_below"] == 0]
     assert any(r["saving_x"] > 1 for r in eps_rows)  # truncation skips some probes even on a random model
+
+
+def test_exact_mi_scaling_resumes_after_an_interruption_with_the_same_rows(tmp_path, sudoku_files, monkeypatch):
+    scaling = load_script("exact_mi_scaling")
+    model_dir, puzzles = sudoku_files
+    data = standard_sets_of(puzzles, tmp_path / "sudoku")
+    args = ["--model", str(model_dir), "--data-dir", str(data), "--n", "2", "--eps", "0.1", "--skip", "0.5"]
+    scaling.main([*args, "--out", str(tmp_path / "clean")])
+    clean = json.loads((tmp_path / "clean" / "exact_mi_scaling.json").read_text())["rows"]
+    assert not (tmp_path / "clean" / "exact_mi_scaling.partial.jsonl").exists()  # removed once the results are written
+
+    measure, calls = scaling.measure, []
+
+    def killed_after_one(*a):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(a[2:4])
+        return measure(*a)
+
+    monkeypatch.setattr(scaling, "measure", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        scaling.main([*args, "--out", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "exact_mi_scaling.partial.jsonl").is_file()
+
+    def counted(*a):
+        calls.append(a[2:4])
+        return measure(*a)
+
+    monkeypatch.setattr(scaling, "measure", counted)
+    scaling.main([*args, "--out", str(tmp_path / "out")])
+    assert calls == [("test-kaggle", "sequential"), ("test-kaggle", "parallel"), ("test-hard", "sequential"), ("test-hard", "parallel")]
+    assert json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"] == clean

@@ -57,3 +57,26 @@ def test_the_mixture_frontier_is_at_least_the_step_frontier_and_achievable(pts, 
             [y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 > x0 else max(y0, y1) for x0, y0 in below for x1, y1 in above]
             + [max(y for _, y in below)])
         assert mix == pytest.approx(best, abs=1e-6)
+
+
+def test_compare_takes_measured_rows_from_its_cache_and_measures_the_rest(tmp_path, monkeypatch):
+    import unmask.eval as ev
+    from unmask.runs import RowCache
+
+    measured = []
+
+    def fake_evaluate(task, denoiser, examples, policy, batch_size=250):
+        measured.append((examples, ev.policy_spec(policy)))
+        return {"accuracy": len(measured) / 10, "mean_nfe": 1.0}
+
+    monkeypatch.setattr(ev, "evaluate", fake_evaluate)
+    sets = {"a": "A", "b": "B"}
+    path = tmp_path / "c.partial.jsonl"
+    first = ev.compare(None, None, sets, ["sequential", "topk:k=2"], progress=False, cache=RowCache(path, {"model": "m"}))
+    assert len(measured) == 4
+    again = ev.compare(None, None, sets, ["sequential", "topk:k=2", "topk:k=3"], progress=False, cache=RowCache(path, {"model": "m"}))
+    assert again[:2] == first[:2] and again[3] == first[2]  # taken from the cache, in the order asked
+    k3 = ev.policy_spec(ev.parse_policy("topk:k=3"))
+    assert measured[4:] == [("A", k3), ("B", k3)]  # only the new policy is measured
+    ev.compare(None, None, sets, ["sequential"], progress=False, cache=RowCache(path, {"model": "other"}))
+    assert len(measured) == 8  # another model: measured afresh

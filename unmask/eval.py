@@ -16,9 +16,10 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from unmask import dist
+from unmask import artifacts, dist
 from unmask.decode import DecodeResult, Policy, TokenRule, decode, parse_policy, policy_spec
 from unmask.denoiser import Denoiser
+from unmask.runs import RowCache, file_digest
 from unmask.tasks.base import Task
 
 
@@ -97,14 +98,32 @@ def evaluate(
     return out
 
 
-def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_size: int = 250, progress: bool = True) -> list[dict]:
-    """Evaluate every policy (object or spec string) on every named set; one row per (set, policy)."""
+def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_size: int = 250, progress: bool = True,
+            cache: RowCache | None = None) -> list[dict]:
+    """Evaluate every policy (object or spec string) on every named set; one row per (set, policy).
+
+    ``cache``: rows already measured in its context are taken from it, new ones stored as they finish
+    (so an interrupted benchmark resumes); its context must name the model and the examples."""
     rows = []
     for set_name, examples in sets.items():
         for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
             policy = parse_policy(policy) if isinstance(policy, str) else policy
-            rows.append({"set": set_name, "policy": policy_spec(policy), **evaluate(task, denoiser, examples, policy, batch_size=batch_size)})
+            key = {"set": set_name, "policy": policy_spec(policy), "batch_size": batch_size}
+            row = cache.get(key) if cache else None
+            if row is None:
+                row = {"set": set_name, "policy": policy_spec(policy), **evaluate(task, denoiser, examples, policy, batch_size=batch_size)}
+                if cache:
+                    cache.put(key, row)
+            rows.append(row)
     return rows
+
+
+def results_cache(out: Path, name: str, model_dir: str | os.PathLike, files: list, **context) -> RowCache:
+    """The :class:`RowCache` of benchmark ``name`` (``out/name.partial.jsonl``), in the context of the
+    model's weights, the example ``files`` (their digests) and ``context`` (settings that change rows)."""
+    digests = {str(f): file_digest(f) for f in files if Path(f).is_file()}
+    return RowCache(Path(out) / f"{name}.partial.jsonl", {"model": file_digest(Path(model_dir) / artifacts.MODEL.weights),
+                                                          "files": digests, **context})
 
 
 def frontier(rows: list[dict], n: float, key: str = "accuracy %") -> float | None:

@@ -8,6 +8,7 @@ continued run a different one, and an unreadable checkpoint, each in one line.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 
@@ -88,3 +89,50 @@ def file_digest(path: str | Path) -> str:
 def save_checkpoint(out: Path, state: dict) -> None:
     """Write the resumable state atomically."""
     atomic_write(out / CHECKPOINT, lambda p: torch.save(state, p))
+
+
+class RowCache:
+    """Finished results of a long benchmark, kept so that a rerun after an interruption resumes.
+
+    Each result is one JSON line ``{"key": ..., "value": ...}`` appended (and flushed) as soon as it
+    is measured; a rerun with the same ``context`` (what identifies the measurement: the model's hash,
+    the number of examples, ...) takes the stored value instead of measuring again. Another context
+    never matches, so a changed model or setting measures afresh. A line cut short by a kill is
+    ignored. :meth:`done` removes the file once the benchmark has written its real output.
+    """
+
+    def __init__(self, path: str | Path, context: dict) -> None:
+        self.path = Path(path)
+        self.context = context
+        self._stored: dict[str, object] = {}
+        if self.path.is_file():
+            lines = self.path.read_text().splitlines()
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # the last line of a killed run
+                self._stored[record["key"]] = record["value"]
+            # Rewrite without a cut line, so that the next append starts a line of its own.
+            atomic_write(self.path, lambda p: Path(p).write_text("".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in self._stored.items())))
+
+    def _key(self, key: dict) -> str:
+        return json.dumps({**self.context, **key}, sort_keys=True)
+
+    def get(self, key: dict):
+        """The stored value for ``key`` in this context, or None."""
+        return self._stored.get(self._key(key))
+
+    def put(self, key: dict, value) -> None:
+        """Store ``value`` (JSON-serialisable) for ``key`` in this context."""
+        k = self._key(key)
+        self._stored[k] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"key": k, "value": value}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def done(self) -> None:
+        """Remove the file (the benchmark's results are written)."""
+        self.path.unlink(missing_ok=True)
