@@ -142,7 +142,9 @@ def test_consistency_on_a_hand_made_state():
     mi = torch.tensor([[[0.0, 0.3, 0.7], [0.5, 0.0, 0.9], [0.0, 0.0, 0.0]]])
     data = {"tokens": torch.full((1, 3), 4), "rows": torch.tensor([[True, True, False]]), "mi": mi}
     assert consistency(data, 4) == {"exact_ij_vs_ji_pearson": pytest.approx(-1.0), "exact_ij_vs_ji_spearman": pytest.approx(-1.0),
-                                    "exact_ij_vs_ji_spearman_matters": pytest.approx(-1.0)}
+                                    "exact_ij_vs_ji_spearman_matters": pytest.approx(-1.0),
+                                    # both entries of the one pair share one symmetric part: nothing to rank
+                                    "symmetric_vs_one_direction_spearman_matters": pytest.approx(0.0)}
     data["mi"] = mi / 50  # ½(I_01 + I_10) = 0.008: no pair matters, so no Spearman over them
     assert set(consistency(data, 4)) == {"exact_ij_vs_ji_pearson", "exact_ij_vs_ji_spearman"}
     data["rows"] = torch.tensor([[True, False, False]])
@@ -204,6 +206,50 @@ def test_structure_score_on_hand_made_maps():
     assert none["mass"] == 0.0 and none["chance"] == 0.0 and math.isnan(none["topk"])
 
 
+def test_the_symmetric_part_against_one_direction_on_a_hand_made_state():
+    # Bugs caught: the ceiling taken against the symmetric part itself (always 1), over pairs that do
+    # not matter, or over pairs with a row not computed. Directions (exact in binary): (0,1) 0.25/0.5,
+    # (0,2) 0.625/0.125, (1,2) 0.875/0.75; position 3's row is not computed (its entries must not count).
+    from unmask.mi.fit import consistency
+
+    mi = torch.tensor([[[0.0, 0.25, 0.625, 2.0], [0.5, 0.0, 0.875, 0.0], [0.125, 0.75, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]]])
+    data = {"tokens": torch.full((1, 4), 4), "rows": torch.tensor([[True, True, True, False]]), "mi": mi}
+    # ranks of I_ij over the six entries (0,1) (0,2) (1,0) (1,2) (2,0) (2,1): 1 3 2 5 0 4; of the
+    # symmetric parts 0.375 ×4 and 0.8125 ×2: 1.5 ×4 and 4.5 ×2 → Pearson of the ranks 12 / √210
+    assert consistency(data, 4)["symmetric_vs_one_direction_spearman_matters"] == pytest.approx(12 / math.sqrt(210))
+
+
+class FixedHead:
+    """Stands in for an MIHead: returns one fixed estimate."""
+
+    def __init__(self, est):
+        self.est = est
+
+    def __call__(self, hidden):
+        return self.est
+
+    def num_parameters(self):
+        return 0
+
+
+def test_the_fit_on_pairs_with_both_directions_is_reported_apart():
+    # Bugs caught: the both-rows Spearman taken over every pair, over pairs that do not matter, or
+    # left out when asked for. The estimate ranks the both-rows pairs perfectly, the others backwards.
+    target = torch.tensor([[[0, 0.1, 0.2, 0.3], [0.1, 0, 0.4, 0.005], [0.2, 0.4, 0, 0.6], [0.3, 0.005, 0.6, 0]]])
+    est = target.clone()
+    est[0, 0, 3] = est[0, 3, 0] = 0.9  # one-direction pairs ranked wrongly
+    est[0, 2, 3] = est[0, 3, 2] = 0.05
+    pairs = ~torch.eye(4, dtype=torch.bool)[None]
+    both = torch.zeros_like(pairs)
+    both[0, :3, :3] = pairs[0, :3, :3]  # rows 0-2 computed: pairs among them have both directions
+    both[0, 1, 3] = both[0, 3, 1] = True  # a both-rows pair that does not matter (0.005), ranked wrongly
+    est[0, 1, 3] = est[0, 3, 1] = 0.95
+    m = evaluate_head(FixedHead(est), None, target, pairs, both=both)
+    assert m["spearman_matters_both_rows"] == pytest.approx(1.0)
+    assert m["spearman_matters"] < 0.9
+    assert "spearman_matters_both_rows" not in evaluate_head(FixedHead(est), None, target, pairs)
+
+
 def fit_val_states(monkeypatch, model, data, cfg):
     """Fit for ``cfg`` and return the ids of the held-out states (each state's MI target is its id)."""
     import unmask.mi.fit as fit
@@ -211,9 +257,9 @@ def fit_val_states(monkeypatch, model, data, cfg):
     seen = {}
     real = fit.evaluate_head
 
-    def spy(head, hidden, target, pairs, k=10):
+    def spy(head, hidden, target, pairs, k=10, both=None):
         seen["val"] = target[:, 0, 1].round().long().tolist()
-        return real(head, hidden, target, pairs, k)
+        return real(head, hidden, target, pairs, k, both=both)
 
     monkeypatch.setattr(fit, "evaluate_head", spy)
     head, metrics = fit.fit_head(model, data, cfg, progress=False)

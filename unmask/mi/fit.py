@@ -62,6 +62,10 @@ def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
     matter = (a + b) / 2 > MATTERS  # the pairs the head's Spearman "on pairs that matter" is taken over
     if matter.sum() > 1:
         out["exact_ij_vs_ji_spearman_matters"] = _pearson(_ranks(a[matter]), _ranks(b[matter]))
+        # The best a symmetric estimate can do where only one direction was computed: the exact
+        # symmetric part ½(I_ij + I_ji) against I_ij alone (a ceiling for such pairs' Spearman).
+        sym = (a[matter] + b[matter]) / 2
+        out["symmetric_vs_one_direction_spearman_matters"] = _pearson(_ranks(sym), _ranks(a[matter]))
     return out
 
 
@@ -96,7 +100,8 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
         loss.backward()
         opt.step()
     head.eval()
-    metrics = evaluate_head(head, hidden[va], target[va], pairs[va])
+    both = pairs & data["rows"][:, :, None] & data["rows"][:, None, :]  # targets from both directions
+    metrics = evaluate_head(head, hidden[va], target[va], pairs[va], both=both[va])
     metrics["train_states"], metrics["val_states"] = n_tr, n_val
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
     return head, metrics
@@ -141,14 +146,23 @@ def calibration(est: torch.Tensor, exact: torch.Tensor, edges=CALIBRATION_EDGES)
 
 
 @torch.no_grad()
-def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int = 10) -> dict:
+def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int = 10,
+                  both: torch.Tensor | None = None) -> dict:
     """MSE, Pearson and Spearman correlation over supervised pairs (all, and those that matter:
     exact MI > :data:`MATTERS`), top-k pair recall per state, what independent pairs are charged,
-    and a calibration table (predicted vs exact MI in bins of the exact MI)."""
+    and a calibration table (predicted vs exact MI in bins of the exact MI).
+
+    ``both``: ``(S, L, L)`` the pairs whose target is the symmetric part of both directions; adds
+    the Spearman on those that matter (the fit where the target is not one direction alone)."""
     est = head(hidden)  # (S, L, L)
     a, b = est[pairs].double(), target[pairs].double()
     matter, independent = b > MATTERS, b.abs() < INDEPENDENT
-    return {
+    extra = {}
+    if both is not None:
+        sel = both & (target > MATTERS)
+        if sel.sum() > 1:
+            extra["spearman_matters_both_rows"] = _pearson(_ranks(est[sel].double()), _ranks(target[sel].double()))
+    return extra | {
         "mse": float(((a - b) ** 2).mean()),
         "pearson": _pearson(a, b),
         "spearman": _pearson(_ranks(a), _ranks(b)),
