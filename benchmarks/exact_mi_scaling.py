@@ -34,7 +34,7 @@ from unmask.tasks.sudoku.data import to_tokens
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
-EPS = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+EPS = [1e-4, 3e-4, 5e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 SKIP = [1e-4, 1e-3]  # also skip whole rows of positions with H(X_i | C) below this (with ε = 1e-3)
 SETS = ("test-kaggle", "test-hard")
 KINDS = {"sequential": "sequential", "parallel": "mi:gamma=1,lam=0"}  # whose trajectories the states come from
