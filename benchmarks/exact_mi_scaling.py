@@ -45,11 +45,11 @@ def states(model, puzzles: torch.Tensor, policy: str, seed: int) -> torch.Tensor
     return states_along(model, puzzles, policy, torch.arange(len(puzzles)) + seed, torch.Generator().manual_seed(seed))
 
 
-def measure(model, puzzles: torch.Tensor, split: str, kind: str, args) -> list[dict]:
+def measure(model, puzzles: torch.Tensor, split: str, kind: str, seed: int, eps_levels: list[float], skips: list[float]) -> list[dict]:
     """The rows of one test set and one kind of trajectory: ε = 0 (the reference), each ε, each skip."""
     policy = KINDS[kind]
     rows = []
-    x = states(model, puzzles, policy, args.seed)
+    x = states(model, puzzles, policy, seed)
     masked = x == model.mask_id
     n_masked = masked.sum(1).double()
     full = 1 + n_masked * model.vocab_size  # (S,) passes of the plain method
@@ -60,7 +60,7 @@ def measure(model, puzzles: torch.Tensor, split: str, kind: str, args) -> list[d
                  "saving_x": float(full.sum() / ref.passes.sum()), "max_error": 0.0, "mean_error": 0.0,
                  "max_bound": 0.0, "negative_share": float((ref.raw[both & ~torch.eye(x.shape[1], dtype=torch.bool)] < 0).double().mean()),
                  **consistency({"tokens": x, "mi": ref.raw, "rows": ref.rows}, model.mask_id)})
-    runs = [(eps, 0.0) for eps in args.eps] + [(1e-3, skip) for skip in args.skip]
+    runs = [(eps, 0.0) for eps in eps_levels] + [(1e-3, skip) for skip in skips]
     for eps, skip in runs:
         res = exact_mi(model, x, rows=masked & (ref.entropy >= skip), eps=eps)
         err = (res.raw - ref.raw).abs()[both]
@@ -86,21 +86,21 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     start = time.time()
     model = load_model(args.model, task="sudoku")
+    puzzles = {split: to_tokens(standard_set(args.data_dir, split, args.n).quizzes) for split in SETS}  # made if missing
     # Blocks measured before an interruption are kept in OUT/exact_mi_scaling.partial.jsonl and reused.
-    cache = results_cache(args.out, "exact_mi_scaling", args.model, [args.data_dir / f"{s}.csv" for s in SETS],
+    cache = results_cache(args.out, "exact_mi_scaling", args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in SETS)],
                           n=args.n, seed=args.seed, eps=args.eps, skip=args.skip)
     rows = []
     for split in SETS:
-        puzzles = to_tokens(standard_set(args.data_dir, split, args.n).quizzes)
         for kind in KINDS:
             block = cache.get({"set": split, "kind": kind})
             if block is None:
-                block = measure(model, puzzles, split, kind, args)
+                block = measure(model, puzzles[split], split, kind, args.seed, args.eps, args.skip)
                 cache.put({"set": split, "kind": kind}, block)
             rows += block
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"model": shown_path(args.model), "n": args.n, "seed": args.seed, "rows": rows,
-              "minutes": round((time.time() - start) / 60, 1)}
+              "minutes": round((time.time() - start) / 60, 1), "reused_blocks": cache.hits}
     (args.out / "exact_mi_scaling.json").write_text(json.dumps(result, indent=1) + "\n")
     cols = ["set", "states_from", "mean_masked", "eps", "skip_rows_below", "mean_passes", "full_passes", "saving_x", "max_error", "mean_error",
             "max_bound", "negative_share", "exact_ij_vs_ji_spearman", "exact_ij_vs_ji_spearman_matters"]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from unmask.artifacts import ORDER_POLICY
 from unmask.eval import evaluate, markdown_table, mixture_frontier, results_cache, shown_path
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.order.net import OrderConfig, OrderNet, load_order_net
@@ -153,18 +154,19 @@ def main(argv: list[str] | None = None) -> None:
         runs.append((LearnedOrder(net=net, sample=False), net.cfg.budget, f"learned[{name}]:steps={net.cfg.budget},sample=False"))
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     # Rows measured before an interruption are kept in OUT/learned_order.partial.jsonl and reused.
-    policy_files = [Path(d) / "order_policy.safetensors" for d in [args.model, *(i.partition("=")[2] for i in args.learned)]]
-    cache = results_cache(args.out, "learned_order", args.model, [*(s.partition("=")[2] for s in args.sets), *policy_files],
-                          n=args.n, sets=args.sets, learned=args.learned, batch_size=args.batch_size)
+    policy_files = [Path(i.partition("=")[2]) / name for i in args.learned for name in (ORDER_POLICY.weights, ORDER_POLICY.meta)]
+    cache = results_cache(args.out, "learned_order", args.model, [Path(__file__), *(s.partition("=")[2] for s in args.sets),
+                          *policy_files], n=args.n, sets=args.sets, learned=args.learned, batch_size=args.batch_size)
     rows = []
     for set_name, examples in sets.items():
         for policy, budget, label in runs:
-            key = {"set": set_name, "policy": label or policy_spec(policy)}
+            name = label or policy_spec(policy)
+            key = {"set": set_name, "policy": name}
             m = cache.get(key)
             if m is None:
                 m = evaluate(task, model, examples, policy, batch_size=args.batch_size)
                 cache.put(key, m)
-            rows.append({"set": set_name, "policy": label or policy_spec(policy), "budget T": budget, "mean_nfe": m["mean_nfe"],
+            rows.append({"set": set_name, "policy": name, "budget T": budget, "mean_nfe": m["mean_nfe"],
                          "steps range": f"{m['min_nfe']}–{m['max_nfe']}", "accuracy %": round(100 * m["accuracy"], 1),
                          "seconds": m["seconds"]})
             print(rows[-1], flush=True)
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
             "order_policy": json.loads((Path(args.model) / "order_policy.json").read_text()).get("train"),
             "learned": {name: {"directory": shown_path(item.partition("=")[2]), "train_config": cfg}
                         for (name, cfg), item in zip(extra.items(), args.learned)},
-            "minutes": round((time.time() - start) / 60, 1)}
+            "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
     result = {"meta": meta, "rows": rows, "reference": REFERENCE}
     (args.out / "learned_order.json").write_text(json.dumps(result, indent=1) + "\n")
     print(write_tables(result, args.out, args.task))

@@ -18,8 +18,9 @@ from pathlib import Path
 from unmask.eval import markdown_table
 from unmask.plots import pyplot, save_png
 
-SUMMARY = ["spearman", "spearman_matters", "spearman_matters_both_rows", "symmetric_vs_one_direction_spearman_matters", "pearson", "mse", "top10_recall", "independent_mean_charge",
-           "independent_share_zero", "relative_cost", "train_states", "val_states", "head_parameters"]
+SUMMARY = ["spearman", "spearman_matters", "spearman_matters_both_rows", "symmetric_vs_one_direction_spearman_matters",
+           "pearson", "mse", "top10_recall", "independent_mean_charge", "independent_share_zero", "relative_cost",
+           "train_states", "val_states", "head_parameters"]
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from unmask.eval import compare, frontier, markdown_table, results_cache, shown_path
-from unmask.mi.estimator import HEAD_WEIGHTS
+from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy
@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     task = SudokuTask()
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
     # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
-    cache = results_cache(args.out, args.name, args.model, [*(args.data_dir / f"{s}.csv" for s in REGIME),
-                          Path(head_dir) / HEAD_WEIGHTS], n=args.n)
+    cache = results_cache(args.out, args.name, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
+                          Path(head_dir) / HEAD_WEIGHTS, Path(head_dir) / HEAD_CONFIG],
+                          n=args.n, exact_n=args.exact_n, quick=args.quick, threads=args.threads)
     rows = []
     for family, specs in FAMILIES.items():
         specs = specs[::2] if args.quick else specs
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n,
-              "threads": args.threads, "rows": rows, "minutes": round((time.time() - start) / 60, 1)}
+              "threads": args.threads, "rows": rows, "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
     write(result, args.out, args.name)
     cache.done()
 

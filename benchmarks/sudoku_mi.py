@@ -28,12 +28,13 @@ import torch
 
 from unmask.eval import compare, markdown_table, results_cache, shown_path
 from unmask.mi import exact_mi
-from unmask.mi.estimator import HEAD_WEIGHTS, load_head
+from unmask.mi.estimator import load_head
 from unmask.mi.maps import structure_score
 from unmask.mi.policies import MIGuided
 from unmask.model import load_model
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy, parse_policy, policy_spec
+from unmask.runs import RowCache
 from unmask.tasks.sudoku.data import SudokuSet, to_tokens
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask, sudoku_peers
@@ -106,9 +107,9 @@ def main() -> None:
                                 "exact_minutes": round((time.time() - start) / 60, 1)}
         write(args.out, meta, rows, saved["structure"], saved["reference"])
         return
-    # Rows measured before an interruption are kept in OUT/sudoku_mi.partial.jsonl and reused.
-    cache = results_cache(args.out, "sudoku_mi", args.model, [*(args.data_dir / f"{s}.csv" for s in args.sets),
-                          Path(args.model) / HEAD_WEIGHTS], n=args.n)
+    # Rows (and structure scores) measured before an interruption are kept in OUT/sudoku_mi.partial.jsonl and reused.
+    cache = results_cache(args.out, "sudoku_mi", args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets)],
+                          n=args.n, threads=args.threads)
     rows = reuse_baselines(args.out / "sudoku_policies.json", args.n, args.sets)
     missing = [s for s in BASELINES if not any(r["policy"] == policy_spec(parse_policy(s)) for r in rows)]
     gammas = args.gammas or [round(DEFAULT.gamma * f, 4) for f in (1 / 3, 1, 3)]
@@ -120,14 +121,20 @@ def main() -> None:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     if args.exact_n:
         rows += exact_rows(args, model, sets, cache)
-    struct = {name: structure(model, head, data, min(200, len(data))) for name, data in sets.items()}
+    struct = {}
+    for name, data in sets.items():
+        struct[name] = cache.get({"structure": name})
+        if struct[name] is None:
+            struct[name] = structure(model, head, data, min(200, len(data)))
+            cache.put({"structure": name}, struct[name])
     meta = {"model": shown_path(args.model), "parameters": model.num_parameters(), "head_parameters": head.num_parameters(),
-            "n": args.n, "exact_n": args.exact_n, "threads": args.threads, "minutes": round((time.time() - start) / 60, 1)}
+            "n": args.n, "exact_n": args.exact_n, "threads": args.threads, "minutes": round((time.time() - start) / 60, 1),
+            "reused_rows": cache.hits}
     write(args.out, meta, rows, struct, REFERENCE)
     cache.done()
 
 
-def exact_rows(args, model, sets: dict, cache=None) -> list[dict]:
+def exact_rows(args, model, sets: dict, cache: RowCache | None = None) -> list[dict]:
     """Sequential, the head and the exact-MI oracle (same γ, λ) on the first ``args.exact_n`` of each set."""
     small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
     exact = build_policy(args.exact, model, args.model)

@@ -24,6 +24,7 @@ from unmask.policies import build_policy
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
+NAME = "sudoku_policies"  # OUT/NAME.{json,md}, and NAME.partial.jsonl while it runs
 POLICIES = [
     "sequential", "topk:k=3", "topk:k=7",
     "random:steps=20", "top_prob:steps=20", "margin:steps=20",
@@ -51,19 +52,20 @@ def main() -> None:
     sets = {name: standard_set(args.data_dir, name, args.n) for name in args.sets}
     start = time.time()
     # Rows measured before an interruption are kept in OUT/sudoku_policies.partial.jsonl and reused.
-    cache = results_cache(args.out, "sudoku_policies", args.model, [args.data_dir / f"{s}.csv" for s in args.sets], n=args.n)
+    cache = results_cache(args.out, NAME, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets)],
+                          n=args.n, threads=torch.get_num_threads())
     rows = compare(SudokuTask(), model, sets, [build_policy(spec, model, args.model) for spec in args.policies], cache=cache)
     for r in rows:
         r["accuracy %"] = round(100 * r["accuracy"], 1)
     meta = {
         "model": shown_path(args.model), "parameters": model.num_parameters(), "train": read_config(args.model).get("train"),
         "n": args.n, "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-        "threads": torch.get_num_threads(), "minutes": round((time.time() - start) / 60, 1),
+        "threads": torch.get_num_threads(), "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "sudoku_policies.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
+    (args.out / f"{NAME}.json").write_text(json.dumps({"meta": meta, "rows": rows, "reference": REFERENCE}, indent=1) + "\n")
     table = markdown_table(rows + REFERENCE, ["set", "policy", "mean_nfe", "accuracy %", "seconds"])
-    (args.out / "sudoku_policies.md").write_text(table + "\n")
+    (args.out / f"{NAME}.md").write_text(table + "\n")
     cache.done()
     print(table)
 

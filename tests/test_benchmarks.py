@@ -58,6 +58,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     assert all(0 <= r["accuracy %"] <= 100 and r["mean_nfe"] >= 1 for r in result["rows"])
     assert any("extra_passes" in r for r in result["rows"] if r["family"] == "exact MI λ=2")
     assert (tmp_path / "out" / "sudoku_frontier.md").is_file() and (tmp_path / "out" / "sudoku_frontier.png").is_file()
+    assert not (tmp_path / "out" / "sudoku_frontier.partial.jsonl").exists()  # removed once the results are written
 
 
 def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):
@@ -97,6 +98,7 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
         mix = bench.mixture_frontier(heur, row["mean_nfe"])
         assert row["gap vs mixture"] == (None if mix is None else round(row["accuracy %"] - mix, 1))
     assert (out / "frontier.md").read_text().count("learned") == 6
+    assert not (out / "learned_order.partial.jsonl").exists()  # removed once the results are written
     before = (out / "frontier.md").read_text()
     bench.main(["--task", "sudoku", "--model", str(model_dir), "--out", str(out), "--tables-only"])
     assert (out / "frontier.md").read_text() == before

@@ -80,3 +80,35 @@ def test_compare_takes_measured_rows_from_its_cache_and_measures_the_rest(tmp_pa
     assert measured[4:] == [("A", k3), ("B", k3)]  # only the new policy is measured
     ev.compare(None, None, sets, ["sequential"], progress=False, cache=RowCache(path, {"model": "other"}))
     assert len(measured) == 8  # another model: measured afresh
+
+
+def test_results_cache_misses_when_the_examples_a_head_or_the_settings_change(tmp_path):
+    # Bugs caught: a context that leaves out the example files, a missing file, what else the model
+    # folder holds (an MI head a policy loads), or the settings.
+    from unmask.eval import results_cache
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"w")
+    (model / "notes.txt").write_text("not an artifact")
+    data = tmp_path / "set.csv"
+    data.write_text("a")
+    out = tmp_path / "out"
+
+    def cache(**settings):
+        return results_cache(out, "bench", model, [data, tmp_path / "absent.csv"], **settings)
+
+    cache(n=4).put({"row": 1}, {"v": 1})
+    assert cache(n=4).get({"row": 1}) == {"v": 1}
+    assert cache(n=5).get({"row": 1}) is None
+    (model / "notes.txt").write_text("edited")  # not something a policy loads
+    assert cache(n=4).get({"row": 1}) == {"v": 1}
+    (tmp_path / "absent.csv").write_text("now here")
+    assert cache(n=4).get({"row": 1}) is None
+    (tmp_path / "absent.csv").unlink()
+    data.write_text("b")
+    assert cache(n=4).get({"row": 1}) is None
+    data.write_text("a")
+    (model / "mi_head.safetensors").write_bytes(b"h")
+    assert cache(n=4).get({"row": 1}) is None
+    assert (out / "bench.partial.jsonl").is_file()

@@ -15,6 +15,15 @@ def test_a_stored_value_is_found_again_in_its_own_context_only(tmp_path):
     assert RowCache(path, {"model": "b", "n": 4}).get({"set": "s", "policy": "p"}) is None  # another model
     assert RowCache(path, {"model": "a", "n": 5}).get({"set": "s", "policy": "p"}) is None  # another setting
     assert RowCache(path, {"model": "a", "n": 4}).get({"set": "s", "policy": "q"}) is None
+    RowCache(path, {"n": 200}).put({"n": 250}, "x")
+    assert RowCache(path, {"n": 999}).get({"n": 250}) is None  # a key never stands in for the context
+
+
+def test_values_come_back_as_copies(tmp_path):
+    cache = RowCache(tmp_path / "c.jsonl", {})
+    cache.put({"k": 1}, {"a": [1]})
+    cache.get({"k": 1})["a"].append(2)  # a caller changing what it got
+    assert cache.get({"k": 1}) == {"a": [1]} and cache.hits == 2
 
 
 def test_a_line_cut_by_a_kill_is_dropped_and_the_next_value_still_kept(tmp_path):

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from unmask import artifacts, dist
 from unmask.decode import DecodeResult, Policy, TokenRule, decode, parse_policy, policy_spec
 from unmask.denoiser import Denoiser
-from unmask.runs import RowCache, file_digest
+from unmask.runs import RowCache, code_digest, file_digest
 from unmask.tasks.base import Task
 
 
@@ -103,27 +103,39 @@ def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_si
     """Evaluate every policy (object or spec string) on every named set; one row per (set, policy).
 
     ``cache``: rows already measured in its context are taken from it, new ones stored as they finish
-    (so an interrupted benchmark resumes); its context must name the model and the examples."""
+    (so an interrupted benchmark resumes). A row is keyed by the set's name and the policy's spec, so
+    the context must name the examples and whatever a policy loads (see :func:`results_cache`)."""
     rows = []
     for set_name, examples in sets.items():
         for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
             policy = parse_policy(policy) if isinstance(policy, str) else policy
-            key = {"set": set_name, "policy": policy_spec(policy), "batch_size": batch_size}
-            row = cache.get(key) if cache else None
+            spec = policy_spec(policy)
+            if cache is not None and hasattr(policy, "inner"):
+                raise ValueError(f"{spec}: a wrapping policy's spec does not name what it wraps; it cannot be cached")
+            key = {"set": set_name, "policy": spec, "batch_size": batch_size}
+            row = cache.get(key) if cache is not None else None
             if row is None:
-                row = {"set": set_name, "policy": policy_spec(policy), **evaluate(task, denoiser, examples, policy, batch_size=batch_size)}
-                if cache:
+                row = {"set": set_name, "policy": spec, **evaluate(task, denoiser, examples, policy, batch_size=batch_size)}
+                if cache is not None:
                     cache.put(key, row)
             rows.append(row)
     return rows
 
 
 def results_cache(out: Path, name: str, model_dir: str | os.PathLike, files: list, **context) -> RowCache:
-    """The :class:`RowCache` of benchmark ``name`` (``out/name.partial.jsonl``), in the context of the
-    model's weights, the example ``files`` (their digests) and ``context`` (settings that change rows)."""
-    digests = {str(f): file_digest(f) for f in files if Path(f).is_file()}
-    return RowCache(Path(out) / f"{name}.partial.jsonl", {"model": file_digest(Path(model_dir) / artifacts.MODEL.weights),
-                                                          "files": digests, **context})
+    """The :class:`RowCache` of benchmark ``name`` (``out/name.partial.jsonl``).
+
+    Its context: the digests of every file the model directory holds (weights, MI head, order
+    policy: what a policy may load), of the ``unmask`` code, of the example ``files`` (a missing one
+    recorded as missing) and ``context`` (the settings that change rows, threads included where rows
+    carry timings)."""
+    model_files = sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.name in ARTIFACT_FILES)
+    return RowCache(Path(out) / f"{name}.partial.jsonl", {
+        "model": {p.name: file_digest(p) for p in model_files}, "code": code_digest(),
+        "files": {str(f): file_digest(f) if Path(f).is_file() else None for f in files}, **context})
+
+
+ARTIFACT_FILES = {name for kind in (artifacts.MODEL, artifacts.MI_HEAD, artifacts.ORDER_POLICY) for name in (kind.weights, kind.meta)}
 
 
 def frontier(rows: list[dict], n: float, key: str = "accuracy %") -> float | None:

@@ -1,4 +1,5 @@
-"""Run directories of every trainer (the MDM, the order policy): resumable checkpoints and the log.
+"""Run directories of every trainer (the MDM, the order policy): resumable checkpoints and the log;
+and :class:`RowCache`, the measured rows a long benchmark keeps so that it too resumes.
 
 A run directory holds ``checkpoint.pt`` (everything needed to resume), ``log.jsonl`` (one record
 per validation) and ``model/`` (the latest export). Resuming refuses settings that would make the
@@ -95,44 +96,65 @@ class RowCache:
     """Finished results of a long benchmark, kept so that a rerun after an interruption resumes.
 
     Each result is one JSON line ``{"key": ..., "value": ...}`` appended (and flushed) as soon as it
-    is measured; a rerun with the same ``context`` (what identifies the measurement: the model's hash,
-    the number of examples, ...) takes the stored value instead of measuring again. Another context
-    never matches, so a changed model or setting measures afresh. A line cut short by a kill is
-    ignored. :meth:`done` removes the file once the benchmark has written its real output.
+    is measured; a rerun with the same ``context`` (what identifies the measurement: the model's and
+    the code's hashes, the number of examples, ...) takes the stored value instead of measuring again.
+    Another context never matches, so a changed model, code or setting measures afresh. A line cut
+    short by a kill is dropped. :meth:`done` removes the file once the benchmark has written its
+    real output; ``hits`` counts the values taken from the file.
     """
 
     def __init__(self, path: str | Path, context: dict) -> None:
         self.path = Path(path)
         self.context = context
-        self._stored: dict[str, object] = {}
+        self.hits = 0
+        self._stored: dict[str, str] = {}  # key → the value's JSON (so callers get fresh copies)
         if self.path.is_file():
-            lines = self.path.read_text().splitlines()
-            for line in lines:
+            for line in self.path.read_text().splitlines():
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # the last line of a killed run
-                self._stored[record["key"]] = record["value"]
+                self._stored[record["key"]] = json.dumps(record["value"])
             # Rewrite without a cut line, so that the next append starts a line of its own.
-            atomic_write(self.path, lambda p: Path(p).write_text("".join(json.dumps({"key": k, "value": v}) + "\n" for k, v in self._stored.items())))
+            atomic_write(self.path, lambda p: Path(p).write_text("".join(self._line(k, v) for k, v in self._stored.items())))
+
+    @staticmethod
+    def _line(key: str, value_json: str) -> str:
+        return json.dumps({"key": key, "value": json.loads(value_json)}) + "\n"
 
     def _key(self, key: dict) -> str:
-        return json.dumps({**self.context, **key}, sort_keys=True)
+        return json.dumps({"context": self.context, "key": key}, sort_keys=True)  # a key never overrides the context
 
     def get(self, key: dict):
-        """The stored value for ``key`` in this context, or None."""
-        return self._stored.get(self._key(key))
+        """A copy of the value stored for ``key`` in this context, or None."""
+        found = self._stored.get(self._key(key))
+        if found is None:
+            return None
+        self.hits += 1
+        return json.loads(found)
 
     def put(self, key: dict, value) -> None:
         """Store ``value`` (JSON-serialisable) for ``key`` in this context."""
-        k = self._key(key)
-        self._stored[k] = value
+        k, v = self._key(key), json.dumps(value)
+        self._stored[k] = v
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as f:
-            f.write(json.dumps({"key": k, "value": value}) + "\n")
+            f.write(self._line(k, v))
             f.flush()
             os.fsync(f.fileno())
 
     def done(self) -> None:
         """Remove the file (the benchmark's results are written)."""
         self.path.unlink(missing_ok=True)
+
+
+def code_digest() -> str:
+    """A short SHA-256 of every source file of the ``unmask`` package (a cached result is only as
+    good as the code that measured it)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

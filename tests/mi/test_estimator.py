@@ -11,7 +11,7 @@ import torch
 from unmask.errors import UnmaskError
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data, shard_path
 from unmask.mi.estimator import HeadConfig, MIHead, load_head, save_head
-from unmask.mi.fit import HeadTrainConfig, evaluate_head, fit_head, pair_mask
+from unmask.mi.fit import MATTERS, HeadTrainConfig, consistency, evaluate_head, fit_head, pair_mask
 from unmask.mi.maps import structure_score
 from unmask.tasks.sudoku.task import sudoku_peers
 
@@ -142,9 +142,8 @@ def test_consistency_on_a_hand_made_state():
     mi = torch.tensor([[[0.0, 0.3, 0.7], [0.5, 0.0, 0.9], [0.0, 0.0, 0.0]]])
     data = {"tokens": torch.full((1, 3), 4), "rows": torch.tensor([[True, True, False]]), "mi": mi}
     assert consistency(data, 4) == {"exact_ij_vs_ji_pearson": pytest.approx(-1.0), "exact_ij_vs_ji_spearman": pytest.approx(-1.0),
-                                    "exact_ij_vs_ji_spearman_matters": pytest.approx(-1.0),
-                                    # both entries of the one pair share one symmetric part: nothing to rank
-                                    "symmetric_vs_one_direction_spearman_matters": pytest.approx(0.0)}
+                                    "exact_ij_vs_ji_spearman_matters": pytest.approx(-1.0)}
+    # (both entries of the one pair share one symmetric part: no reference against one direction)
     data["mi"] = mi / 50  # ½(I_01 + I_10) = 0.008: no pair matters, so no Spearman over them
     assert set(consistency(data, 4)) == {"exact_ij_vs_ji_pearson", "exact_ij_vs_ji_spearman"}
     data["rows"] = torch.tensor([[True, False, False]])
@@ -206,17 +205,31 @@ def test_structure_score_on_hand_made_maps():
     assert none["mass"] == 0.0 and none["chance"] == 0.0 and math.isnan(none["topk"])
 
 
-def test_the_symmetric_part_against_one_direction_on_a_hand_made_state():
-    # Bugs caught: the ceiling taken against the symmetric part itself (always 1), over pairs that do
-    # not matter, or over pairs with a row not computed. Directions (exact in binary): (0,1) 0.25/0.5,
-    # (0,2) 0.625/0.125, (1,2) 0.875/0.75; position 3's row is not computed (its entries must not count).
-    from unmask.mi.fit import consistency
+def spearman_by_hand(x: list[float], y: list[float]) -> float:
+    """Spearman's correlation, ties sharing their average rank (a slow reference)."""
+    def ranks(v):
+        return [sum(w < u for w in v) + (sum(w == u for w in v) - 1) / 2 for u in v]
+    rx, ry = ranks(x), ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((p - mx) * (q - my) for p, q in zip(rx, ry))
+    return cov / math.sqrt(sum((p - mx) ** 2 for p in rx) * sum((q - my) ** 2 for q in ry))
 
-    mi = torch.tensor([[[0.0, 0.25, 0.625, 2.0], [0.5, 0.0, 0.875, 0.0], [0.125, 0.75, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]]])
-    data = {"tokens": torch.full((1, 4), 4), "rows": torch.tensor([[True, True, True, False]]), "mi": mi}
-    # ranks of I_ij over the six entries (0,1) (0,2) (1,0) (1,2) (2,0) (2,1): 1 3 2 5 0 4; of the
-    # symmetric parts 0.375 ×4 and 0.8125 ×2: 1.5 ×4 and 4.5 ×2 → Pearson of the ranks 12 / √210
-    assert consistency(data, 4)["symmetric_vs_one_direction_spearman_matters"] == pytest.approx(12 / math.sqrt(210))
+
+def test_the_symmetric_part_against_one_direction_on_a_hand_made_state():
+    # Bugs caught: the reference taken against the symmetric part itself (always 1), over pairs whose
+    # I_ij does not matter (or chosen by their symmetric part), or over pairs with a row not computed.
+    # Rows 0, 1, 2, 4 computed, row 3 not (its entries must not count); values exact in binary.
+    mi = torch.zeros(1, 5, 5)
+    for (i, j), (ij, ji) in {(0, 1): (0.25, 0.5), (0, 2): (0.625, 0.125), (1, 2): (0.875, 0.75),
+                             (0, 4): (0.0078125, 0.9375), (0, 3): (2.0, 0.0)}.items():
+        mi[0, i, j], mi[0, j, i] = ij, ji
+    data = {"tokens": torch.full((1, 5), 4), "rows": torch.tensor([[True, True, True, False, True]]), "mi": mi}
+    entries = [(i, j) for i in (0, 1, 2, 4) for j in (0, 1, 2, 4) if i != j and float(mi[0, i, j]) > MATTERS]
+    assert (0, 4) not in entries and (4, 0) in entries  # I_04 does not matter, I_40 does
+    sym = [float(mi[0, i, j] + mi[0, j, i]) / 2 for i, j in entries]
+    want = spearman_by_hand(sym, [float(mi[0, i, j]) for i, j in entries])
+    assert 0.3 < want < 0.99
+    assert consistency(data, 4)["symmetric_vs_one_direction_spearman_matters"] == pytest.approx(want)
 
 
 class FixedHead:
@@ -429,3 +442,26 @@ def test_several_data_directories_load_as_one_only_from_one_model(tmp_path, make
     assert both["tokens"].shape == (6, 16)
     with pytest.raises(UnmaskError, match="different models"):
         load_mi_datasets([tmp_path / "a", tmp_path / "c"])
+
+def test_fit_reports_the_both_rows_fit_over_the_held_out_pairs_with_both_rows(monkeypatch, make_model):
+    # Bugs caught: fit_head passing every supervised pair (or the training states') as "both rows".
+    import unmask.mi.fit as fit
+
+    model = make_model(seq_len=4)
+    s = 30
+    rows = torch.zeros(s, 4, dtype=torch.bool)
+    rows[:, :2] = True  # rows 0 and 1 computed: only the pair (0, 1) has both directions
+    data = {"tokens": torch.full((s, 4), 4), "rows": rows, "mi": torch.rand(s, 4, 4), "prompt": torch.zeros(s, dtype=torch.long)}
+    seen = {}
+    real = fit.evaluate_head
+
+    def spy(head, hidden, target, pairs, k=10, both=None):
+        seen["pairs"], seen["both"] = pairs, both
+        return real(head, hidden, target, pairs, k, both=both)
+
+    monkeypatch.setattr(fit, "evaluate_head", spy)
+    fit.fit_head(model, data, HeadTrainConfig(steps=1, batch_size=4), progress=False)
+    want = torch.zeros(4, 4, dtype=torch.bool)
+    want[0, 1] = want[1, 0] = True
+    assert len(seen["both"]) == len(seen["pairs"]) == 3  # the held-out states (the last 10 %)
+    assert torch.equal(seen["both"], want.expand(3, 4, 4)) and not torch.equal(seen["pairs"], seen["both"])

@@ -44,6 +44,11 @@ def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
     return masked[:, :, None] & masked[:, None, :] & (rows[:, :, None] | rows[:, None, :]) & ~eye
 
 
+def both_rows(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
+    """``(S, L, L)`` bool: supervised pairs with both rows computed (their target averages both directions)."""
+    return pair_mask(data, mask_id) & data["rows"][:, :, None] & data["rows"][:, None, :]
+
+
 def targets(data: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(S, L, L)`` symmetrised exact MI: the head is symmetric, the model's conditionals are not."""
     return symmetrise(data["mi"].float(), data["rows"])
@@ -54,7 +59,7 @@ def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
 
     The model's conditionals are not one joint, so I_ij and I_ji disagree: this measures how noisy
     the targets are (not a ceiling on a symmetric estimate's fit)."""
-    both = pair_mask(data, mask_id) & data["rows"][:, :, None] & data["rows"][:, None, :]
+    both = both_rows(data, mask_id)
     a, b = data["mi"].double()[both], data["mi"].double().transpose(1, 2)[both]
     if len(a) < 2:
         return {}
@@ -62,10 +67,12 @@ def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
     matter = (a + b) / 2 > MATTERS  # the pairs the head's Spearman "on pairs that matter" is taken over
     if matter.sum() > 1:
         out["exact_ij_vs_ji_spearman_matters"] = _pearson(_ranks(a[matter]), _ranks(b[matter]))
-        # The best a symmetric estimate can do where only one direction was computed: the exact
-        # symmetric part ½(I_ij + I_ji) against I_ij alone (a ceiling for such pairs' Spearman).
-        sym = (a[matter] + b[matter]) / 2
-        out["symmetric_vs_one_direction_spearman_matters"] = _pearson(_ranks(sym), _ranks(a[matter]))
+    one = a > MATTERS  # where one direction alone is the target, the pairs that matter are chosen by it
+    if len(torch.unique((a[one] + b[one]) / 2)) > 1:  # (one symmetric part for all: nothing to rank)
+        # A reference for pairs whose target is one direction: how well the exact symmetric part
+        # ½(I_ij + I_ji) ranks I_ij alone (what a head that learnt the symmetric part perfectly would
+        # score there; not a strict ceiling, as another symmetric ordering may do a little better).
+        out["symmetric_vs_one_direction_spearman_matters"] = _pearson(_ranks((a[one] + b[one]) / 2), _ranks(a[one]))
     return out
 
 
@@ -100,7 +107,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
         loss.backward()
         opt.step()
     head.eval()
-    both = pairs & data["rows"][:, :, None] & data["rows"][:, None, :]  # targets from both directions
+    both = both_rows(data, denoiser.mask_id)  # targets from both directions
     metrics = evaluate_head(head, hidden[va], target[va], pairs[va], both=both[va])
     metrics["train_states"], metrics["val_states"] = n_tr, n_val
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
