@@ -163,6 +163,27 @@ def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):
                                           "--batches", "10", "--out", str(tmp_path / "cost")])
 
 
+def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sudoku_files, cli):
+    # Bugs caught: a variant left out, the deeper head reading no extra blocks, the both-directions
+    # variant fitted on every pair (it would equal the first), a bad --layers taken silently.
+    model_dir, puzzles = sudoku_files
+    code, _, err = cli(["mi", "data", "--task", "sudoku", "--model", str(model_dir), "--examples", str(puzzles),
+                        "--out", str(tmp_path / "d"), "--states", "12", "--shard-size", "6", "--rows", "3"])
+    assert code == 0, err
+    variants = load_script("mi_head_variants")
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0",
+                   "--out", str(tmp_path / "out" / "v")])
+    result = json.loads((tmp_path / "out" / "v.json").read_text())
+    rows = {r["head"]: r for r in result["rows"]}
+    assert len(rows) == 4 and result["train_states"] + result["val_states"] == 12
+    shipped, both_only = rows["bilinear, rank 32 (the shipped form)"], rows["same, fitted on both-direction targets only"]
+    assert shipped["parameters"] == both_only["parameters"] and shipped["mse"] != both_only["mse"]
+    assert rows["bilinear, + blocks 0"]["parameters"] > shipped["parameters"]  # a wider input
+    assert all(r["relative_cost"] > 0 for r in rows.values())
+    with pytest.raises(SystemExit):
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])
+
+
 REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
 
 

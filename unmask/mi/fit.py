@@ -88,12 +88,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     hidden = hidden_states(denoiser, data["tokens"])  # (S, L, D)
     target = targets(data)
     pairs = pair_mask(data, denoiser.mask_id)
-    # Hold out whole prompts (a puzzle decoded twice must not sit on both sides).
-    prompt = data.get("prompt", torch.arange(len(hidden)))
-    held = (prompt * 2654435761 % 1000) < 1000 * cfg.val_fraction  # a fixed pseudo-random share
-    if held.all() or not held.any():
-        held = torch.arange(len(hidden)) >= len(hidden) - max(1, int(len(hidden) * cfg.val_fraction))
-    tr, va = torch.nonzero(~held).squeeze(1), torch.nonzero(held).squeeze(1)
+    tr, va = split(data, cfg.val_fraction)
     n_val = len(va)
     head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link))
     opt = adamw(head, cfg.lr)  # no weight decay: Adam
@@ -112,6 +107,17 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     metrics["train_states"], metrics["val_states"] = n_tr, n_val
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
     return head, metrics
+
+
+def split(data: dict[str, torch.Tensor], val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices of the training and the held-out states: a fixed pseudo-random share of whole prompts
+    (a puzzle decoded twice must not sit on both sides), else the last states."""
+    s = len(data["tokens"])
+    prompt = data.get("prompt", torch.arange(s))
+    held = (prompt * 2654435761 % 1000) < 1000 * val_fraction
+    if held.all() or not held.any():
+        held = torch.arange(s) >= s - max(1, int(s * val_fraction))
+    return torch.nonzero(~held).squeeze(1), torch.nonzero(held).squeeze(1)
 
 
 def _ranks(x: torch.Tensor) -> torch.Tensor:
