@@ -32,7 +32,7 @@ from tqdm import tqdm
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead
-from unmask.mi.fit import HeadTrainConfig, both_rows, evaluate_head, pair_mask, split, targets
+from unmask.mi.fit import HeadTrainConfig, both_rows, evaluate_head, median_time, pair_mask, split, targets
 from unmask.model import load_model
 from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
@@ -95,15 +95,7 @@ def fit(head: nn.Module, x: torch.Tensor, target: torch.Tensor, weight: torch.Te
 @torch.no_grad()
 def relative_cost(model, head: nn.Module, tokens: torch.Tensor, x: torch.Tensor, repeats: int = 11) -> float:
     """Median head time over median denoiser time on the same batch."""
-    def median(fn) -> float:
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return sorted(times)[repeats // 2]
-
-    return median(lambda: head(x)) / median(lambda: model(tokens))
+    return median_time(lambda: head(x), repeats) / median_time(lambda: model(tokens), repeats)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -190,19 +190,20 @@ def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pair
     }
 
 
+def median_time(fn, repeats: int) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls, in seconds."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
 @torch.no_grad()
 def head_cost(denoiser, head: MIHead, tokens: torch.Tensor, repeats: int = 5) -> dict:
     """Wall time of the head relative to one denoiser forward on the same batch (medians)."""
-
-    def median_time(fn) -> float:
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return sorted(times)[len(times) // 2]
-
     hidden = denoiser(tokens)[1]
-    base = median_time(lambda: denoiser(tokens))
-    extra = median_time(lambda: head(hidden))
+    base = median_time(lambda: denoiser(tokens), repeats)
+    extra = median_time(lambda: head(hidden), repeats)
     return {"denoiser_ms": round(1000 * base, 2), "head_ms": round(1000 * extra, 3), "relative_cost": extra / base}
