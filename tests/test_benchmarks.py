@@ -282,6 +282,8 @@ def test_exact_mi_scaling_script_keeps_each_error_within_its_bound(tmp_path, sud
             assert r["max_error"] <= r["max_bound"] + 1e-9
     eps_rows = [r for r in rows if r["eps"] > 0 and r["skip_rows_below"] == 0]
     assert any(r["saving_x"] > 1 for r in eps_rows)  # truncation skips some probes even on a random model
+    with pytest.raises(SystemExit):  # ε = 0 would look like the reference rows
+        scaling.main(["--model", str(model_dir), "--data-dir", str(data), "--eps", "0", "--out", str(tmp_path / "x")])
 
 
 def test_exact_mi_scaling_resumes_after_an_interruption_with_the_same_rows(tmp_path, sudoku_files, monkeypatch):
