@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args(argv)
-    if any(e <= 0 for e in args.eps):
+    if not all(e > 0 for e in args.eps):  # (NaN too)
         p.error("--eps: levels must be > 0 (ε = 0 is the reference every row is measured against, always run)")
 
     torch.set_num_threads(1)

@@ -10,10 +10,12 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed a
 - **capacity**: a small MLP over 8 bilinear forms per pair instead of one (symmetric, non-negative);
 - **information**: the hidden states of earlier blocks (``--layers``) concatenated to the final ones.
 
-Each is fitted by MSE like ``unmask mi train`` (Adam, cosine, the same seed and split) and scored by
-:func:`unmask.mi.fit.evaluate_head` on the held-out states, with its cost against one denoiser pass
-(median of 11, one thread; the denoiser's block outputs are caught by forward hooks, free).
-Writes ``OUT.{json,md}``.
+Each is fitted by MSE as ``unmask mi train`` fits its head (Adam, cosine, its defaults; every head
+initialised and its batches drawn from the same seed; the same held-out states) and scored by
+:func:`unmask.mi.fit.evaluate_head`, with its cost against one denoiser pass (medians of 11, one
+thread; the denoiser's block outputs are caught by forward hooks, free). Beside the table: how well
+the exact symmetric part itself ranks one direction on the held-out states (what a perfect symmetric
+head would score on pairs whose target is one direction). Writes ``OUT.{json,md}``.
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ from tqdm import tqdm
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead
-from unmask.mi.fit import HeadTrainConfig, both_rows, evaluate_head, median_time, pair_mask, split, targets
-from unmask.model import load_model
+from unmask.mi.fit import HeadTrainConfig, both_rows, consistency, evaluate_head, median_time, pair_mask, split, targets
+from unmask.model import WEIGHTS_FILE, load_model
 from unmask.optim import adamw, set_lr, warmup_cosine
+from unmask.runs import file_digest
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
-COLUMNS = ["head", "parameters", "spearman_matters", "spearman_matters_both_rows", "spearman", "mse", "top10_recall",
-           "relative_cost"]
+COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "spearman_matters_both_rows", "spearman", "mse",
+           "top10_recall", "head_ms", "relative_cost"]
+TRAIN = HeadTrainConfig()  # the fit of `unmask mi train` (steps and seed come from the command line)
 
 
 class PairMLPHead(nn.Module):
@@ -65,19 +69,19 @@ def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 2
     """``(S, L, D·(1 + len(layers)))`` final hidden states with those of blocks ``layers`` beside them."""
     caught = {}
     hooks = [model.blocks[k].register_forward_hook(lambda mod, inp, out, k=k: caught.__setitem__(k, out)) for k in layers]
+    out = torch.empty(*tokens.shape, model.cfg.d_model * (1 + len(layers)))  # filled batch by batch
     try:
-        parts = []
         for a in range(0, len(tokens), batch_size):
             hidden = model(tokens[a : a + batch_size].long())[1]
-            parts.append(torch.cat([hidden, *(caught[k] for k in layers)], -1).float())
+            out[a : a + batch_size] = torch.cat([hidden, *(caught[k] for k in layers)], -1).float()
     finally:
         for h in hooks:
             h.remove()
-    return torch.cat(parts)
+    return out
 
 
 def fit(head: nn.Module, x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, train: torch.Tensor,
-        steps: int, lr: float = 2e-3, batch_size: int = 64, seed: int = 0) -> nn.Module:
+        steps: int, seed: int, lr: float = TRAIN.lr, batch_size: int = TRAIN.batch_size) -> nn.Module:
     """MSE over the pairs of ``weight`` > 0 (weighted), as ``unmask mi train`` fits its head."""
     opt = adamw(head, lr)
     gen = torch.Generator().manual_seed(seed)
@@ -92,19 +96,15 @@ def fit(head: nn.Module, x: torch.Tensor, target: torch.Tensor, weight: torch.Te
     return head.eval()
 
 
-@torch.no_grad()
-def relative_cost(model, head: nn.Module, tokens: torch.Tensor, x: torch.Tensor, repeats: int = 11) -> float:
-    """Median head time over median denoiser time on the same batch."""
-    return median_time(lambda: head(x), repeats) / median_time(lambda: model(tokens), repeats)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="the denoiser the exact MI was computed with")
     p.add_argument("--data", nargs="+", required=True, help="exact-MI data directories (unmask mi data)")
-    p.add_argument("--steps", type=int, default=3000, help="optimizer steps per head")
+    p.add_argument("--steps", type=int, default=TRAIN.steps, help="optimizer steps per head")
     p.add_argument("--layers", type=int, nargs="+", default=[1, 3], help="earlier blocks whose outputs the third head also reads")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=TRAIN.seed)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
     args = p.parse_args(argv)
 
@@ -113,32 +113,39 @@ def main(argv: list[str] | None = None) -> None:
     model = load_model(args.model)
     if any(not 0 <= k < len(model.blocks) for k in args.layers):
         p.error(f"--layers: the model has blocks 0-{len(model.blocks) - 1}")
-    data = load_mi_datasets(args.data)
+    data = load_mi_datasets(args.data, model_sha256=file_digest(Path(args.model) / WEIGHTS_FILE))
     target, pairs, both = targets(data), pair_mask(data, model.mask_id), both_rows(data, model.mask_id)
-    train, val = split(data, HeadTrainConfig.val_fraction)  # the states unmask mi train holds out
-    final = features(model, data["tokens"], [])
-    deep = features(model, data["tokens"], args.layers)
-    d = final.shape[-1]
-    variants = [  # name, head, its inputs, the pairs it is fitted on
-        ("bilinear, rank 32 (the shipped form)", MIHead(HeadConfig(d, link="relu")), final, pairs),
-        ("same, fitted on both-direction targets only", MIHead(HeadConfig(d, link="relu")), final, both),
-        ("MLP over 8 bilinear forms", PairMLPHead(d), final, pairs),
-        (f"bilinear, + blocks {','.join(map(str, args.layers))}", MIHead(HeadConfig(deep.shape[-1], link="relu")), deep, pairs),
+    train, val = split(data, TRAIN.val_fraction)  # the states unmask mi train holds out
+    deep = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers)))
+    d = model.cfg.d_model
+    final = deep[..., :d]  # (S, L, D) the final hidden states alone
+    bilinear = lambda width: MIHead(HeadConfig(width, TRAIN.d_hidden, TRAIN.rank, "relu"))  # noqa: E731
+    variants = [  # name, a head maker, its inputs, the pairs it is fitted on
+        (f"mi train's (relu, rank {TRAIN.rank})", lambda: bilinear(d), final, pairs),
+        ("same, fitted on both-direction targets only", lambda: bilinear(d), final, both),
+        ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
+        (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
     ]
-    rows = []
     sample = data["tokens"][val[:250]].long()
-    for name, head, x, fitted_on in variants:
-        torch.manual_seed(args.seed)
-        head = fit(head, x, target, fitted_on.float(), train, args.steps, seed=args.seed)
+    with torch.no_grad():
+        denoiser_s = median_time(lambda: model(sample), 11)
+    rows = []
+    for name, make, x, fitted_on in variants:
+        torch.manual_seed(args.seed)  # every head starts from the same draw, as in unmask mi train
+        head = fit(make(), x, target, fitted_on.float(), train, args.steps, args.seed)
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
-        rows.append({"head": name, "parameters": head.num_parameters(), **{k: m.get(k) for k in COLUMNS[2:-1]},
-                     "relative_cost": relative_cost(model, head, sample, x[val[:250]])})
+        with torch.no_grad():
+            head_s = median_time(lambda: head(x[val[:250]]), 11)
+        rows.append({"head": name, "parameters": head.num_parameters(), "fitted_pairs": int(fitted_on[train].sum()),
+                     **{k: m.get(k) for k in COLUMNS[3:-2]}, "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
         print(json.dumps(rows[-1]), flush=True)
+    reference = consistency({k: v[val] for k, v in data.items()}, model.mask_id)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps,
-              "train_states": len(train), "val_states": len(val), "rows": rows, "minutes": round((time.time() - start) / 60, 1)}
+              "train_states": len(train), "val_states": len(val), "denoiser_ms": round(1000 * denoiser_s, 2),
+              "rows": rows, "reference": reference, "minutes": round((time.time() - start) / 60, 1)}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = markdown_table(rows, COLUMNS)
+    md = markdown_table(rows, COLUMNS) + "\n\n" + markdown_table([reference], list(reference))
     args.out.with_suffix(".md").write_text(md + "\n")
     print(md)
 

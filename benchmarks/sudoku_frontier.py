@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
     cache = results_cache(args.out, args.name, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
                           Path(head_dir) / HEAD_WEIGHTS, Path(head_dir) / HEAD_CONFIG],
-                          n=args.n, exact_n=args.exact_n, quick=args.quick, threads=args.threads)
+                          n=args.n, threads=args.threads)  # (--exact-n and --quick show in the keys)
     rows = []
     for family, specs in FAMILIES.items():
         specs = specs[::2] if args.quick else specs

@@ -164,8 +164,13 @@ def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):
 
 
 def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sudoku_files, cli):
-    # Bugs caught: a variant left out, the deeper head reading no extra blocks, the both-directions
-    # variant fitted on every pair (it would equal the first), a bad --layers taken silently.
+    # Bugs caught: a variant left out, the first variant not fitted as `unmask mi train` fits (another
+    # init, split or schedule), the deeper head reading no extra blocks, the both-directions variant
+    # fitted on every pair, a bad --layers taken silently.
+    from unmask.mi.data import load_mi_data
+    from unmask.mi.fit import HeadTrainConfig, fit_head
+    from unmask.model import load_model
+
     model_dir, puzzles = sudoku_files
     code, _, err = cli(["mi", "data", "--task", "sudoku", "--model", str(model_dir), "--examples", str(puzzles),
                         "--out", str(tmp_path / "d"), "--states", "12", "--shard-size", "6", "--rows", "3"])
@@ -176,9 +181,13 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     result = json.loads((tmp_path / "out" / "v.json").read_text())
     rows = {r["head"]: r for r in result["rows"]}
     assert len(rows) == 4 and result["train_states"] + result["val_states"] == 12
-    shipped, both_only = rows["bilinear, rank 32 (the shipped form)"], rows["same, fitted on both-direction targets only"]
-    assert shipped["parameters"] == both_only["parameters"] and shipped["mse"] != both_only["mse"]
-    assert rows["bilinear, + blocks 0"]["parameters"] > shipped["parameters"]  # a wider input
+    first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
+    _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
+    assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
+    assert first["parameters"] == both_only["parameters"] and both_only["fitted_pairs"] < first["fitted_pairs"]
+    assert both_only["mse"] != first["mse"]  # same init and batches, other pairs
+    assert rows["mi train's, + blocks 0"]["parameters"] > first["parameters"]  # a wider input
+    assert -1 <= result["reference"]["exact_ij_vs_ji_spearman"] <= 1
     assert all(r["relative_cost"] > 0 for r in rows.values())
     with pytest.raises(SystemExit):
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])

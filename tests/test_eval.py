@@ -103,6 +103,7 @@ def test_results_cache_misses_when_the_examples_a_head_or_the_settings_change(tm
     assert cache(n=5).get({"row": 1}) is None
     (model / "notes.txt").write_text("edited")  # not something a policy loads
     assert cache(n=4).get({"row": 1}) == {"v": 1}
+    assert results_cache(out, "bench", model, [data], n=4).get({"row": 1}) is None  # a missing file still counts
     (tmp_path / "absent.csv").write_text("now here")
     assert cache(n=4).get({"row": 1}) is None
     (tmp_path / "absent.csv").unlink()
@@ -112,3 +113,15 @@ def test_results_cache_misses_when_the_examples_a_head_or_the_settings_change(tm
     (model / "mi_head.safetensors").write_bytes(b"h")
     assert cache(n=4).get({"row": 1}) is None
     assert (out / "bench.partial.jsonl").is_file()
+
+
+def test_compare_refuses_to_cache_a_wrapping_policy(tmp_path):
+    # Bug caught: a wrapper keyed by its own spec, which does not name the policy it wraps (two
+    # block-wise decodes of different inner policies would share one cached row).
+    import unmask.eval as ev
+    from unmask.decode import SemiAR
+    from unmask.runs import RowCache
+
+    wrapped = SemiAR(ev.parse_policy("sequential"), 4, 0)
+    with pytest.raises(ValueError, match="cannot be cached"):
+        ev.compare(None, None, {"a": "A"}, [wrapped], progress=False, cache=RowCache(tmp_path / "c.jsonl", {}))

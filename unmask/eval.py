@@ -110,7 +110,7 @@ def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_si
         for policy in tqdm(policies, desc=set_name, disable=not progress, unit="policy"):
             policy = parse_policy(policy) if isinstance(policy, str) else policy
             spec = policy_spec(policy)
-            if cache is not None and hasattr(policy, "inner"):
+            if cache is not None and any(f.metadata.get("inner") for f in fields(policy)):
                 raise ValueError(f"{spec}: a wrapping policy's spec does not name what it wraps; it cannot be cached")
             key = {"set": set_name, "policy": spec, "batch_size": batch_size}
             row = cache.get(key) if cache is not None else None

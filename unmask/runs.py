@@ -100,7 +100,7 @@ class RowCache:
     the code's hashes, the number of examples, ...) takes the stored value instead of measuring again.
     Another context never matches, so a changed model, code or setting measures afresh. A line cut
     short by a kill is dropped. :meth:`done` removes the file once the benchmark has written its
-    real output; ``hits`` counts the values taken from the file.
+    real output; ``hits`` counts the values found (measurements this run did not make).
     """
 
     def __init__(self, path: str | Path, context: dict) -> None:

@@ -442,6 +442,9 @@ def test_several_data_directories_load_as_one_only_from_one_model(tmp_path, make
     assert both["tokens"].shape == (6, 16)
     with pytest.raises(UnmaskError, match="different models"):
         load_mi_datasets([tmp_path / "a", tmp_path / "c"])
+    assert len(load_mi_datasets([tmp_path / "a", tmp_path / "b"], model_sha256="m1")["tokens"]) == 6
+    with pytest.raises(UnmaskError, match="another model than the one given"):
+        load_mi_datasets([tmp_path / "c"], model_sha256="m1")
 
 def test_fit_reports_the_both_rows_fit_over_the_held_out_pairs_with_both_rows(monkeypatch, make_model):
     # Bugs caught: fit_head passing every supervised pair (or the training states') as "both rows".

@@ -54,10 +54,13 @@ def _train(args: argparse.Namespace) -> None:
     from unmask.mi.data import load_mi_datasets
     from unmask.mi.estimator import save_head
     from unmask.mi.fit import HeadTrainConfig, fit_head, head_cost
+    from unmask.model import WEIGHTS_FILE
+    from unmask.runs import file_digest
 
     cfg = from_args(HeadTrainConfig, args)
-    _, model, _ = _task_and_model(args)
-    data = load_mi_datasets(args.data)  # several builds (e.g. sequential + parallel states) as one
+    _, model, directory = _task_and_model(args)
+    # several builds (e.g. sequential + parallel states) as one, all of this model's states
+    data = load_mi_datasets(args.data, model_sha256=file_digest(Path(directory) / WEIGHTS_FILE))
     torch.set_num_threads(2)
     head, metrics = fit_head(model, data, cfg)
     metrics |= head_cost(model, head, data["tokens"][:250].long())

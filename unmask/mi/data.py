@@ -156,13 +156,16 @@ def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
     return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in parts[0]}
 
 
-def load_mi_datasets(directories: list) -> dict[str, torch.Tensor]:
+def load_mi_datasets(directories: list, model_sha256: str | None = None) -> dict[str, torch.Tensor]:
     """Several data directories (e.g. sequential and parallel states) as one: they must come from the
-    same model (``model_sha256`` in their manifests) and hold states of the same length."""
+    same model (``model_sha256`` in their manifests; if given, this one) and hold states of the same length."""
     parts = [load_mi_data(d) for d in directories]
     models = {json.loads((Path(d) / MANIFEST).read_text()).get("model_sha256") for d in directories}
     if len(models) > 1:
         raise UnmaskError(f"{', '.join(map(str, directories))}: MI data built from different models; fit one head per model")
+    if model_sha256 is not None and models != {None} and models != {model_sha256}:  # (old manifests name no model)
+        raise UnmaskError(f"{', '.join(map(str, directories))}: MI data built with another model than the one given; "
+                          "build it with this model (unmask mi data --model)")
     for d, p in zip(directories[1:], parts[1:]):
         if set(p) != set(parts[0]) or p["tokens"].shape[1:] != parts[0]["tokens"].shape[1:]:
             raise UnmaskError(f"{d}: MI data of another shape than {directories[0]}")
