@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     train, val = split(data, TRAIN.val_fraction)  # the states unmask mi train holds out
     deep = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers)))
     d = model.cfg.d_model
-    final = deep[..., :d]  # (S, L, D) the final hidden states alone
+    final = deep[..., :d].contiguous()  # (S, L, D) the final hidden states alone (a copy: gathers from a view are slow)
     bilinear = lambda width: MIHead(HeadConfig(width, TRAIN.d_hidden, TRAIN.rank, "relu"))  # noqa: E731
     variants = [  # name, a head maker, its inputs, the pairs it is fitted on
         (f"mi train's (relu, rank {TRAIN.rank})", lambda: bilinear(d), final, pairs),
