@@ -24,19 +24,18 @@ import argparse
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead
-from unmask.mi.fit import HeadTrainConfig, both_rows, consistency, evaluate_head, median_time, pair_mask, split, targets
+from unmask.mi.fit import HeadTrainConfig, both_rows, consistency, evaluate_head, fit_pairs, median_time, pair_mask, split, targets
 from unmask.model import WEIGHTS_FILE, load_model
-from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.runs import file_digest
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
@@ -80,22 +79,6 @@ def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 2
     return out
 
 
-def fit(head: nn.Module, x: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, train: torch.Tensor,
-        steps: int, seed: int, lr: float = TRAIN.lr, batch_size: int = TRAIN.batch_size) -> nn.Module:
-    """MSE over the pairs of ``weight`` > 0 (weighted), as ``unmask mi train`` fits its head."""
-    opt = adamw(head, lr)
-    gen = torch.Generator().manual_seed(seed)
-    for step in tqdm(range(steps), desc="head", leave=False):
-        set_lr(opt, warmup_cosine(step, steps, lr, warmup=0, min_ratio=0.1))
-        idx = train[torch.randint(len(train), (min(batch_size, len(train)),), generator=gen)]
-        w = weight[idx]
-        loss = (((head(x[idx]) - target[idx]) ** 2) * w).sum() / w.sum().clamp_min(1e-12)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return head.eval()
-
-
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -132,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name, make, x, fitted_on in variants:
         torch.manual_seed(args.seed)  # every head starts from the same draw, as in unmask mi train
-        head = fit(make(), x, target, fitted_on.float(), train, args.steps, args.seed)
+        head = fit_pairs(make(), x, target, fitted_on, train, replace(TRAIN, steps=args.steps, seed=args.seed))
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
         with torch.no_grad():
             head_s = median_time(lambda: head(x[val[:250]]), 11)

@@ -122,6 +122,9 @@ def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_si
     return rows
 
 
+ARTIFACT_FILES = {name for kind in (artifacts.MODEL, artifacts.MI_HEAD, artifacts.ORDER_POLICY) for name in (kind.weights, kind.meta)}
+
+
 def results_cache(out: Path, name: str, model_dir: str | os.PathLike, files: list, **context) -> RowCache:
     """The :class:`RowCache` of benchmark ``name`` (``out/name.partial.jsonl``).
 
@@ -133,9 +136,6 @@ def results_cache(out: Path, name: str, model_dir: str | os.PathLike, files: lis
     return RowCache(Path(out) / f"{name}.partial.jsonl", {
         "model": {p.name: file_digest(p) for p in model_files}, "code": code_digest(),
         "files": {str(f): file_digest(f) if Path(f).is_file() else None for f in files}, **context})
-
-
-ARTIFACT_FILES = {name for kind in (artifacts.MODEL, artifacts.MI_HEAD, artifacts.ORDER_POLICY) for name in (kind.weights, kind.meta)}
 
 
 def frontier(rows: list[dict], n: float, key: str = "accuracy %") -> float | None:

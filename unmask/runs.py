@@ -120,7 +120,7 @@ class RowCache:
 
     @staticmethod
     def _line(key: str, value_json: str) -> str:
-        return json.dumps({"key": key, "value": json.loads(value_json)}) + "\n"
+        return f'{{"key": {json.dumps(key)}, "value": {value_json}}}\n'
 
     def _key(self, key: dict) -> str:
         return json.dumps({"context": self.context, "key": key}, sort_keys=True)  # a key never overrides the context

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+import torch.nn as nn
 from tqdm import tqdm
 
 from unmask.errors import UnmaskError
@@ -91,22 +92,29 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     tr, va = split(data, cfg.val_fraction)
     n_val = len(va)
     head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link))
-    opt = adamw(head, cfg.lr)  # no weight decay: Adam
-    gen = torch.Generator().manual_seed(cfg.seed)
+    fit_pairs(head, hidden, target, pairs, tr, cfg, progress)
     n_tr = len(tr)
-    for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
-        set_lr(opt, warmup_cosine(step, cfg.steps, cfg.lr, warmup=0, min_ratio=0.1))
-        idx = tr[torch.randint(n_tr, (min(cfg.batch_size, n_tr),), generator=gen)]
-        loss = ((head(hidden[idx]) - target[idx]) ** 2)[pairs[idx]].mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    head.eval()
     both = both_rows(data, denoiser.mask_id)  # targets from both directions
     metrics = evaluate_head(head, hidden[va], target[va], pairs[va], both=both[va])
     metrics["train_states"], metrics["val_states"] = n_tr, n_val
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
     return head, metrics
+
+
+def fit_pairs(head: nn.Module, x: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, train: torch.Tensor,
+              cfg: HeadTrainConfig, progress: bool = True) -> nn.Module:
+    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` by MSE over the ``pairs`` ``(S, L, L)`` of the
+    ``train`` states (Adam, warm-up-free cosine; batches drawn from ``cfg.seed``); returns it in eval mode."""
+    opt = adamw(head, cfg.lr)  # no weight decay: Adam
+    gen = torch.Generator().manual_seed(cfg.seed)
+    for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
+        set_lr(opt, warmup_cosine(step, cfg.steps, cfg.lr, warmup=0, min_ratio=0.1))
+        idx = train[torch.randint(len(train), (min(cfg.batch_size, len(train)),), generator=gen)]
+        loss = ((head(x[idx]) - target[idx]) ** 2)[pairs[idx]].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
 
 
 def split(data: dict[str, torch.Tensor], val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
