@@ -9,15 +9,24 @@
 #     data builds and training runs inside a step resume what is there.
 # Step 2 is the recipe of the 6-layer model shipped now: shipping another model replaces it.
 #
-#   benchmarks/reproduce_sudoku.sh [FROM]   first step to run (default 1; the data of step 1 is always
-#                                           made if missing); on a new model already in
-#                                           unmask/models/sudoku (see the README's "stronger model"), 3
-#   DRY_RUN=1 benchmarks/reproduce_sudoku.sh [FROM]   print the commands of the steps still to run
+#   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..8; the data of step 1 is
+#                                           always made if missing, step 9 always runs); on a new
+#                                           model already in unmask/models/sudoku, FROM is 3
+#   DRY_RUN=1 benchmarks/reproduce_sudoku.sh [FROM [TO]]   print the commands of the steps still to run
+#
+# A candidate model is measured beside the shipped one, without touching what is shipped, by pointing
+# the script at its folder and at a results folder of its own (steps 3-8 write the MI head and the
+# order policy into MODEL, every table under RESULTS; commit both between sessions to resume there):
+#   MODEL=benchmarks/results/sudoku_next/model RESULTS=benchmarks/results/sudoku_next \
+#     STAMPS=benchmarks/results/sudoku_next/stamps benchmarks/reproduce_sudoku.sh 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FROM=${1:-1}
+TO=${2:-8}
 [[ $FROM =~ ^[1-9]$ ]] || { echo "reproduce_sudoku.sh: FROM must be a step number 1-9, got '$FROM'" >&2; exit 2; }
-MODEL=unmask/models/sudoku
+[[ $TO =~ ^[1-9]$ ]] && [ "$TO" -ge "$FROM" ] || { echo "reproduce_sudoku.sh: TO must be a step number $FROM-9, got '$TO'" >&2; exit 2; }
+MODEL=${MODEL:-unmask/models/sudoku}  # the model measured (and, in step 2, trained)
+R=${RESULTS:-benchmarks/results}     # where the tables go
 STAMPS=${STAMPS:-runs/reproduce-sudoku}  # where finished steps are stamped, per model hash
 
 dry() { [ "${DRY_RUN:-0}" != 0 ]; }
@@ -31,7 +40,7 @@ resumable() {  # resumable OUT COMMAND...: a training run into OUT, resumed wher
 }
 step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done on the current model
   local n=$1 name=$2 stamp
-  [ "$n" -ge "$FROM" ] || return 0
+  [ "$n" -ge "$FROM" ] && [ "$n" -le "$TO" ] || return 0
   H=$(model_hash)
   stamp=$STAMPS/$H/step-$n
   if [ -f "$stamp" ]; then echo "step $n ($name): done on model $H, skipped"; return 0; fi
@@ -50,6 +59,9 @@ data() {
 # 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
 #    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
 mdm() {
+  if [ "$MODEL" != unmask/models/sudoku ] || [ "$R" != benchmarks/results ]; then
+    echo "reproduce_sudoku.sh: step 2 trains the shipped model; with MODEL or RESULTS set, start from step 3" >&2; exit 2
+  fi
   if [ -f $MODEL/model.safetensors ] && ! git diff --quiet HEAD -- $MODEL/model.safetensors 2>/dev/null; then
     echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
   fi
@@ -63,7 +75,7 @@ mdm() {
 }
 
 # 3. Baseline policies on both test sets.
-baselines() { run python benchmarks/sudoku_policies.py; }
+baselines() { run python benchmarks/sudoku_policies.py --model $MODEL --out $R; }
 
 # 4. The shipped MI head (softplus link): exact-MI states along sequential trajectories of training
 #    puzzles, the head saved into the model's folder; then how negative the exact MI gets and what the
@@ -72,52 +84,54 @@ shipped_head() {
   run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
       --states 1200 --shard-size 100 --workers 2
   run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-$H --steps 2000 --link softplus --out $MODEL
-  run python benchmarks/sudoku_mi_stats.py
+  run python benchmarks/sudoku_mi_stats.py --model $MODEL --out $R
 }
 
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
 mi_tables() {
-  run python benchmarks/sudoku_mi.py --sets val-kaggle --n 200 --exact-n 0 \
-      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out benchmarks/results/tuning
-  run python benchmarks/sudoku_mi.py --gammas 0.01 0.03 0.1 --lams 2
+  run python benchmarks/sudoku_mi.py --model $MODEL --sets val-kaggle --n 200 --exact-n 0 \
+      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out $R/tuning
+  run python benchmarks/sudoku_mi.py --model $MODEL --gammas 0.01 0.03 0.1 --lams 2 --out $R
   # (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
 }
 
 # 6. A head that can charge 0 (relu link), on 10,000 states, half of them from parallel trajectories;
 #    its calibration and its cost on a core of its own.
 relu_head() {
-  run unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
+  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
       --shard-size 250 --rows 16 --policy sequential --seed 1              # 32 min on one core
-  run unmask mi data --task sudoku --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
+  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
       --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2        # 15 min
-  run unmask mi train --task sudoku --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
+  run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
       --steps 3000
-  run mkdir -p benchmarks/results/sudoku_head_relu
-  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors benchmarks/results/sudoku_head_relu/
-  run python benchmarks/mi_head_calibration.py benchmarks/results/sudoku_head_relu --old $MODEL
-  run python benchmarks/mi_head_cost.py benchmarks/results/sudoku_head_relu $MODEL \
+  run mkdir -p $R/sudoku_head_relu
+  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors $R/sudoku_head_relu/
+  run python benchmarks/mi_head_calibration.py $R/sudoku_head_relu --old $MODEL --out $R/sudoku_head_calibration
+  run python benchmarks/mi_head_cost.py $R/sudoku_head_relu $MODEL --out $R/mi_head_cost \
       --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
+  run python benchmarks/mi_head_variants.py --model $MODEL --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
+      --out $R/mi_head_variants                                            # what else the head could read
 }
 
 # 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min) and the passes the puzzles
 #    allow (seconds), the MI map.
 exact_and_frontier() {
-  run python benchmarks/exact_mi_scaling.py
-  run python benchmarks/sudoku_frontier.py --head benchmarks/results/sudoku_head_relu --n 300 --exact-n 50
-  run python benchmarks/sudoku_rounds.py
-  run unmask mi map --task sudoku --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
-      --out benchmarks/results/sudoku_mi_map.png
+  run python benchmarks/exact_mi_scaling.py --model $MODEL --out $R
+  run python benchmarks/sudoku_frontier.py --model $MODEL --head $R/sudoku_head_relu --n 300 --exact-n 50 --out $R
+  run python benchmarks/sudoku_rounds.py --out $R
+  run unmask mi map --task sudoku --model $MODEL --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
+      --out $R/sudoku_mi_map.png
 }
 
 # 8. Learned orders: the shipped policy (c = 0.2) and c = 1 (about 22 min each), the plain-ELBO one
 #    (τ = 1, budget 8, about 33 min), then their tables.
 train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
   local out=$1; shift
-  resumable "$out" unmask sudoku train-order --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
+  resumable "$out" unmask sudoku train-order --model $MODEL --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
       --val-n 100 --out "$out" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@"
 }
 learned_orders() {
-  local c P=benchmarks/results/learned_order/policies
+  local c P=$R/learned_order/policies
   for c in 0.2 1; do
     train_order runs/order-sudoku-tau0.1-c$c-$H --budget 10 --tau 0.1 --step-cost $c --steps 800
   done
@@ -128,13 +142,14 @@ learned_orders() {
   run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H $P/sudoku-tau0.1-c1
   run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H $P/sudoku-tau0.1-c0.2
   run cp $P/sudoku-tau0.1-c0.2/order_policy.json $P/sudoku-tau0.1-c0.2/order_policy.safetensors $MODEL/
+  run mkdir -p $R/learned_order/runs
   for run_name in T8 tau0.1-c0.2 tau0.1-c1; do  # their logs, and the shipped policy's curve
-    run cp runs/order-sudoku-$run_name-$H/log.jsonl benchmarks/results/learned_order/runs/sudoku-$run_name.jsonl
+    run cp runs/order-sudoku-$run_name-$H/log.jsonl $R/learned_order/runs/sudoku-$run_name.jsonl
   done
-  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out benchmarks/results/learned_order/sudoku/curve
+  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out $R/learned_order/sudoku/curve
   run python benchmarks/learned_order.py --task sudoku --model $MODEL --n 200 --untrained \
       --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
-      --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out benchmarks/results/learned_order/sudoku
+      --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out $R/learned_order/sudoku
 }
 
 

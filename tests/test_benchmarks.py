@@ -196,12 +196,12 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
 REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
 
 
-def reproduce(*args: str, stamps: Path):
+def reproduce(*args: str, stamps: Path, **env: str):
     """``DRY_RUN=1 reproduce_sudoku.sh ARGS`` with its stamps under ``stamps`` (prints, runs nothing)."""
     import os
     import subprocess
 
-    env = {**os.environ, "STAMPS": str(stamps), "DRY_RUN": "1"}
+    env = {**os.environ, "STAMPS": str(stamps), "DRY_RUN": "1", **env}
     return subprocess.run(["bash", str(REPRODUCE), *args], env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -240,7 +240,7 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
-    assert "mi train --task sudoku --model" not in r.stdout
+    assert "--link softplus" not in r.stdout and "sudoku_mi_stats" not in r.stdout
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
     assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
 
@@ -251,6 +251,39 @@ def test_reproduce_sudoku_refuses_a_step_that_is_not_one(tmp_path, start):
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "FROM must be a step number" in r.stderr
     assert r.stdout == ""
+
+
+def test_reproduce_sudoku_runs_only_the_steps_asked_for(tmp_path):
+    import re
+
+    r = reproduce("3", "4", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("1349")  # data and the README check always
+    r = reproduce("5", "3", stamps=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "TO must be a step number 5-9" in r.stderr
+
+
+def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(tmp_path):
+    import re
+
+    model, results = "cand/model", "cand/results"
+    r = reproduce("3", stamps=tmp_path, MODEL=model, RESULTS=results)
+    assert r.returncode == 0, r.stderr
+    commands = [line for line in r.stdout.splitlines() if line.startswith("  ") and "check_readme" not in line]
+    assert len(commands) > 20
+    for line in commands:  # nothing shipped is read or written: every path is the candidate's, or a build
+        assert "unmask/models" not in line and "benchmarks/results" not in line, line
+        for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
+            assert path.startswith((model, results, "runs/", "data/")), line
+    for script in ("sudoku_policies", "sudoku_mi_stats", "sudoku_mi", "exact_mi_scaling", "sudoku_frontier",
+                   "learned_order", "mi_head_variants"):  # every benchmark of a model is told which one
+        lines = [c for c in commands if f"benchmarks/{script}.py" in c]
+        assert lines and all(f"--model {model}" in c for c in lines), script
+    assert f"--link softplus --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
+    assert f"order_policy.safetensors {model}/\n" in r.stdout
+    r = reproduce("2", stamps=tmp_path, MODEL=model, RESULTS=results)  # step 2 trains the shipped model only
+    assert r.returncode == 2 and "start from step 3" in r.stderr and r.stderr.strip().count("\n") == 0
 
 
 def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
