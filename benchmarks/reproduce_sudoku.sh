@@ -99,9 +99,9 @@ mi_tables() {
 #    its calibration and its cost on a core of its own.
 relu_head() {
   run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy sequential --seed 1              # 32 min on one core
+      --shard-size 250 --rows 16 --policy sequential --seed 1 --workers 2  # 6 layers: 32 min on one core
   run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2        # 15 min
+      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2  # 15 min on one core
   run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
       --steps 3000
   run mkdir -p $R/sudoku_head_relu
