@@ -8,7 +8,10 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed a
 - **targets**: the same head trained only on pairs whose target averages both directions (the
   one-direction targets carry the model's asymmetry);
 - **capacity**: a small MLP over 8 bilinear forms per pair instead of one (symmetric, non-negative);
-- **information**: the hidden states of earlier blocks (``--layers``) concatenated to the final ones.
+- **information**: the hidden states of earlier blocks (``--layers``) concatenated to the final ones;
+  or the denoiser's own predicted distribution P(X_i | C) and its entropy beside the final state (two
+  cells can only share information if both are uncertain, and on Sudoku the pairs that matter are
+  peers whose candidates overlap: Σ_v P(X_i = v) P(X_j = v) alone ranks them about as the head does).
 
 Each is fitted by MSE as ``unmask mi train`` fits its head (Adam, cosine, its defaults; every head
 initialised and its batches drawn from the same seed; the same held-out states) and scored by
@@ -31,6 +34,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from unmask.decode.scores import entropy
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead
@@ -64,19 +68,27 @@ class PairMLPHead(nn.Module):
 
 
 @torch.no_grad()
-def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 256) -> torch.Tensor:
-    """``(S, L, D·(1 + len(layers)))`` final hidden states with those of blocks ``layers`` beside them."""
+def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(S, L, D·(1 + len(layers)))`` final hidden states with those of blocks ``layers`` beside them,
+    and ``(S, L, V + 1)`` the predicted distribution over values (mask excluded) with its entropy."""
     caught = {}
     hooks = [model.blocks[k].register_forward_hook(lambda mod, inp, out, k=k: caught.__setitem__(k, out)) for k in layers]
     out = torch.empty(*tokens.shape, model.cfg.d_model * (1 + len(layers)))  # filled batch by batch
+    values = None
     try:
         for a in range(0, len(tokens), batch_size):
-            hidden = model(tokens[a : a + batch_size].long())[1]
+            logits, hidden = model(tokens[a : a + batch_size].long())
             out[a : a + batch_size] = torch.cat([hidden, *(caught[k] for k in layers)], -1).float()
+            if model.mask_id < logits.shape[-1]:
+                logits[..., model.mask_id] = float("-inf")
+            p = logits.double().softmax(-1)  # (b, L, V)
+            if values is None:
+                values = torch.empty(*tokens.shape, p.shape[-1] + 1)
+            values[a : a + batch_size] = torch.cat([p, entropy(p)[..., None]], -1).float()
     finally:
         for h in hooks:
             h.remove()
-    return out
+    return out, values
 
 
 
@@ -99,15 +111,17 @@ def main(argv: list[str] | None = None) -> None:
     data = load_mi_datasets(args.data, model_sha256=file_digest(Path(args.model) / WEIGHTS_FILE))
     target, pairs, both = targets(data), pair_mask(data, model.mask_id), both_rows(data, model.mask_id)
     train, val = split(data, TRAIN.val_fraction)  # the states unmask mi train holds out
-    deep = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers)))
+    deep, values = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers))), (S, L, V + 1)
     d = model.cfg.d_model
     final = deep[..., :d].contiguous()  # (S, L, D) the final hidden states alone (a copy: gathers from a view are slow)
+    with_values = torch.cat([final, values], -1)  # (S, L, D + V + 1)
     bilinear = lambda width: MIHead(HeadConfig(width, TRAIN.d_hidden, TRAIN.rank, "relu"))  # noqa: E731
     variants = [  # name, a head maker, its inputs, the pairs it is fitted on
         (f"mi train's (relu, rank {TRAIN.rank})", lambda: bilinear(d), final, pairs),
         ("same, fitted on both-direction targets only", lambda: bilinear(d), final, both),
         ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
         (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
+        ("mi train's, + P(X_i | C) and its entropy", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
     ]
     sample = data["tokens"][val[:250]].long()
     with torch.no_grad():

@@ -180,17 +180,26 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
                    "--out", str(tmp_path / "out" / "v")])
     result = json.loads((tmp_path / "out" / "v.json").read_text())
     rows = {r["head"]: r for r in result["rows"]}
-    assert len(rows) == 4 and result["train_states"] + result["val_states"] == 12
+    assert len(rows) == 5 and result["train_states"] + result["val_states"] == 12
     first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
     assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
     assert first["parameters"] == both_only["parameters"] and both_only["fitted_pairs"] < first["fitted_pairs"]
     assert both_only["mse"] != first["mse"]  # same init and batches, other pairs
     assert rows["mi train's, + blocks 0"]["parameters"] > first["parameters"]  # a wider input
+    # the predicted distribution over the values (mask excluded) and its entropy: 9 + 1 more inputs
+    assert rows["mi train's, + P(X_i | C) and its entropy"]["parameters"] == first["parameters"] + 10 * (2 + HeadTrainConfig().d_hidden)
     assert -1 <= result["reference"]["exact_ij_vs_ji_spearman"] <= 1
     assert all(r["relative_cost"] > 0 for r in rows.values())
     with pytest.raises(SystemExit):
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])
+    model, tokens = load_model(model_dir), load_mi_data(tmp_path / "d")["tokens"]
+    deep, values = variants.features(model, tokens, [0], batch_size=5)  # batches that do not divide the states
+    logits, hidden = model(tokens.long())
+    p = logits.double().softmax(-1)
+    assert torch.allclose(deep[..., : hidden.shape[-1]], hidden, atol=1e-5)
+    assert torch.allclose(values[..., :-1].double(), p, atol=1e-6)  # the values' distribution, as the loop sees it
+    assert torch.allclose(values[..., -1].double(), -(p * p.clamp_min(1e-300).log()).sum(-1), atol=1e-5)
 
 
 REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
