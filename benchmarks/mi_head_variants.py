@@ -1,6 +1,6 @@
-"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, four heads.
+"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, five heads.
 
-    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # ~15 min, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # four heads: ~15 min, one thread
 
 The shipped head form (a per-position MLP into a rank-32 symmetric bilinear form, relu link) misses
 the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed at one suspected cause:
@@ -10,8 +10,9 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed a
 - **capacity**: a small MLP over 8 bilinear forms per pair instead of one (symmetric, non-negative);
 - **information**: the hidden states of earlier blocks (``--layers``) concatenated to the final ones;
   or the denoiser's own predicted distribution P(X_i | C) and its entropy beside the final state (two
-  cells can only share information if both are uncertain, and on Sudoku the pairs that matter are
-  peers whose candidates overlap: Σ_v P(X_i = v) P(X_j = v) alone ranks them about as the head does).
+  cells share information only if both are uncertain, and on Sudoku the pairs that matter are peers
+  whose candidates overlap, Σ_v P(X_i = v) P(X_j = v): quantities the final state need not expose
+  linearly).
 
 Each is fitted by MSE as ``unmask mi train`` fits its head (Adam, cosine, its defaults; every head
 initialised and its batches drawn from the same seed; the same held-out states) and scored by
@@ -79,9 +80,8 @@ def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 2
         for a in range(0, len(tokens), batch_size):
             logits, hidden = model(tokens[a : a + batch_size].long())
             out[a : a + batch_size] = torch.cat([hidden, *(caught[k] for k in layers)], -1).float()
-            if model.mask_id < logits.shape[-1]:
-                logits[..., model.mask_id] = float("-inf")
-            p = logits.double().softmax(-1)  # (b, L, V)
+            keep = [v for v in range(logits.shape[-1]) if v != model.mask_id]  # the values a cell can take
+            p = logits[..., keep].double().softmax(-1)  # (b, L, V)
             if values is None:
                 values = torch.empty(*tokens.shape, p.shape[-1] + 1)
             values[a : a + batch_size] = torch.cat([p, entropy(p)[..., None]], -1).float()

@@ -9,24 +9,31 @@
 #     data builds and training runs inside a step resume what is there.
 # Step 2 is the recipe of the 6-layer model shipped now: shipping another model replaces it.
 #
-#   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..8; the data of step 1 is
+#   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..9; the data of step 1 is
 #                                           always made if missing, step 9 always runs); on a new
 #                                           model already in unmask/models/sudoku, FROM is 3
 #   DRY_RUN=1 benchmarks/reproduce_sudoku.sh [FROM [TO]]   print the commands of the steps still to run
 #
 # A candidate model is measured beside the shipped one, without touching what is shipped, by pointing
-# the script at its folder and at a results folder of its own (steps 3-8 write the MI head and the
-# order policy into MODEL, every table under RESULTS; commit both between sessions to resume there):
-#   MODEL=benchmarks/results/sudoku_next/model RESULTS=benchmarks/results/sudoku_next \
-#     STAMPS=benchmarks/results/sudoku_next/stamps benchmarks/reproduce_sudoku.sh 3
+# the script at its folder and at a results folder of its own, both or neither (steps 3-8 write the MI
+# head and the order policy into MODEL, every table under RESULTS, the stamps into RESULTS/stamps;
+# commit both between sessions to resume there):
+#   MODEL=benchmarks/results/sudoku_next/model RESULTS=benchmarks/results/sudoku_next benchmarks/reproduce_sudoku.sh 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
+refuse() { echo "reproduce_sudoku.sh: $*" >&2; exit 2; }
 FROM=${1:-1}
-TO=${2:-8}
-[[ $FROM =~ ^[1-9]$ ]] || { echo "reproduce_sudoku.sh: FROM must be a step number 1-9, got '$FROM'" >&2; exit 2; }
-[[ $TO =~ ^[1-9]$ ]] && [ "$TO" -ge "$FROM" ] || { echo "reproduce_sudoku.sh: TO must be a step number $FROM-9, got '$TO'" >&2; exit 2; }
+[[ $FROM =~ ^[1-9]$ ]] || refuse "FROM must be a step number 1-9, got '$FROM'"
+TO=${2:-9}
+[[ $TO =~ ^[1-9]$ ]] && [ "$TO" -ge "$FROM" ] || refuse "TO must be a step number $FROM-9, got '$TO'"
+if [ -n "${MODEL:-}${RESULTS:-}" ]; then  # a candidate: its own model folder and results folder
+  [ -n "${MODEL:-}" ] && [ -n "${RESULTS:-}" ] || refuse "set MODEL and RESULTS together (one alone would write into what is shipped)"
+  [ "$FROM" -gt 2 ] || [ "$TO" -lt 2 ] || refuse "step 2 trains the shipped model; with MODEL and RESULTS set, start from step 3"
+  [ -f "$MODEL/model.safetensors" ] || refuse "MODEL=$MODEL holds no model.safetensors"
+fi
 MODEL=${MODEL:-unmask/models/sudoku}  # the model measured (and, in step 2, trained)
 R=${RESULTS:-benchmarks/results}     # where the tables go
+if [ -n "${RESULTS:-}" ]; then STAMPS=${STAMPS:-$R/stamps}; fi
 STAMPS=${STAMPS:-runs/reproduce-sudoku}  # where finished steps are stamped, per model hash
 
 dry() { [ "${DRY_RUN:-0}" != 0 ]; }
@@ -59,9 +66,6 @@ data() {
 # 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
 #    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
 mdm() {
-  if [ "$MODEL" != unmask/models/sudoku ] || [ "$R" != benchmarks/results ]; then
-    echo "reproduce_sudoku.sh: step 2 trains the shipped model; with MODEL or RESULTS set, start from step 3" >&2; exit 2
-  fi
   if [ -f $MODEL/model.safetensors ] && ! git diff --quiet HEAD -- $MODEL/model.safetensors 2>/dev/null; then
     echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
   fi

@@ -163,6 +163,27 @@ def test_head_cost_script_times_every_batch(tmp_path, sudoku_files, cli):
                                           "--batches", "10", "--out", str(tmp_path / "cost")])
 
 
+def test_head_variants_features_leave_the_mask_token_out():
+    # A model that predicts its mask id (mask_id < vocab_size): the values' distribution has no mask
+    # column, sums to 1 over the others, and the extra blocks' outputs sit beside the final state.
+    from unmask.model import ModelConfig, TransformerDenoiser
+
+    variants = load_script("mi_head_variants")
+    torch.manual_seed(0)
+    model = TransformerDenoiser(ModelConfig(vocab_size=5, mask_id=2, seq_len=6, d_model=8, n_layers=2, n_heads=2, d_ff=16)).eval()
+    tokens = torch.tensor([[0, 2, 2, 1, 4, 2], [2, 2, 3, 3, 0, 1], [1, 1, 2, 2, 2, 2]])
+    deep, values = variants.features(model, tokens, [0], batch_size=2)
+    caught = []
+    hook = model.blocks[0].register_forward_hook(lambda mod, inp, out: caught.append(out))
+    logits, hidden = model(tokens)
+    hook.remove()
+    p = logits[..., [0, 1, 3, 4]].double().softmax(-1)
+    assert values.shape == (3, 6, 5)  # 4 values + the entropy
+    assert torch.allclose(values[..., :-1].double(), p, atol=1e-6)
+    assert torch.allclose(values[..., -1].double(), -(p * p.log()).sum(-1), atol=1e-5)
+    assert torch.allclose(deep, torch.cat([hidden, caught[0]], -1), atol=1e-5)
+
+
 def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sudoku_files, cli):
     # Bugs caught: a variant left out, the first variant not fitted as `unmask mi train` fits (another
     # init, split or schedule), the deeper head reading no extra blocks, the both-directions variant
@@ -268,31 +289,72 @@ def test_reproduce_sudoku_runs_only_the_steps_asked_for(tmp_path):
     r = reproduce("3", "4", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert re.findall(r"^step (\d)", r.stdout, re.M) == list("1349")  # data and the README check always
+    r = reproduce("9", stamps=tmp_path)  # the README check alone (TO defaults to the last step)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("19")
     r = reproduce("5", "3", stamps=tmp_path)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().count("\n") == 0 and "TO must be a step number 5-9" in r.stderr
 
 
+def candidate(tmp_path: Path) -> tuple[str, str]:
+    """A candidate's model folder (weights of its own, so a hash of its own) and results folder."""
+    model = tmp_path / "cand" / "model"
+    model.mkdir(parents=True)
+    (model / "model.safetensors").write_bytes(b"candidate weights")
+    return str(model), str(tmp_path / "cand" / "results")
+
+
 def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(tmp_path):
+    # Bugs caught: any command of steps 3-8 reading the shipped model (a command left without
+    # --model uses it by default) or writing where shipped files are (a benchmark left without --out
+    # writes into benchmarks/results), the stamps left in runs/ (lost between sessions).
     import re
 
-    model, results = "cand/model", "cand/results"
-    r = reproduce("3", stamps=tmp_path, MODEL=model, RESULTS=results)
+    model, results = candidate(tmp_path)
+    r = reproduce("3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
     assert r.returncode == 0, r.stderr
-    commands = [line for line in r.stdout.splitlines() if line.startswith("  ") and "check_readme" not in line]
+    commands = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ") and "check_readme" not in line]
     assert len(commands) > 20
-    for line in commands:  # nothing shipped is read or written: every path is the candidate's, or a build
+    for line in commands:  # nothing shipped is named: every path is the candidate's, or a build
         assert "unmask/models" not in line and "benchmarks/results" not in line, line
         for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
             assert path.startswith((model, results, "runs/", "data/")), line
-    for script in ("sudoku_policies", "sudoku_mi_stats", "sudoku_mi", "exact_mi_scaling", "sudoku_frontier",
-                   "learned_order", "mi_head_variants"):  # every benchmark of a model is told which one
-        lines = [c for c in commands if f"benchmarks/{script}.py" in c]
-        assert lines and all(f"--model {model}" in c for c in lines), script
+    reads_a_model = re.compile(r"benchmarks/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
+                               r"learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
+    readers = [c for c in commands if reads_a_model.search(c)]
+    assert len(readers) >= 15 and all(f"--model {model}" in c for c in readers), [c for c in readers if model not in c]
+    for c in commands:  # every benchmark writes under the candidate's results (or a run folder)
+        if c.startswith("python benchmarks/"):
+            out = re.search(r"--out (\S+)", c) or re.search(r"keep_order_policy\.py \S+ (\S+)", c)
+            assert out and out.group(1).startswith((results, "runs/")), c
     assert f"--link softplus --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
     assert f"order_policy.safetensors {model}/\n" in r.stdout
-    r = reproduce("2", stamps=tmp_path, MODEL=model, RESULTS=results)  # step 2 trains the shipped model only
-    assert r.returncode == 2 and "start from step 3" in r.stderr and r.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "unused").exists()
+    import hashlib
+
+    h = hashlib.sha256(b"candidate weights").hexdigest()[:16]
+    (Path(results) / "stamps" / h).mkdir(parents=True)
+    (Path(results) / "stamps" / h / "step-3").write_text("done\n")  # stamps default to RESULTS/stamps
+    r = reproduce("3", "3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
+    assert f"step 3 (baselines): done on model {h}, skipped" in r.stdout
+
+
+@pytest.mark.parametrize("which", ["model only", "results only", "step 2", "no model"])
+def test_reproduce_sudoku_refuses_a_half_candidate(tmp_path, which):
+    model, results = candidate(tmp_path)
+    env, args = {"MODEL": model, "RESULTS": results}, ["3"]
+    if which == "model only":
+        del env["RESULTS"]  # would overwrite the shipped tables
+    elif which == "results only":
+        del env["MODEL"]  # would refit the shipped model's head
+    elif which == "step 2":
+        args = ["1", "4"]  # step 2 trains the shipped model
+    else:
+        env["MODEL"] = str(tmp_path / "missing")
+    r = reproduce(*args, stamps=tmp_path, **env)
+    assert r.returncode == 2 and r.stdout == "", r.stdout  # refused before any work, data included
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("reproduce_sudoku.sh: ")
 
 
 def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
