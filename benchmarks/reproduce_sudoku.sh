@@ -45,7 +45,7 @@ resumable() {  # resumable OUT COMMAND...: a training run into OUT, resumed wher
   local out=$1; shift
   if [ -f "$out/checkpoint.pt" ]; then run "$@" --resume; else run "$@"; fi
 }
-step() {  # step N NAME: run function NAME unless N < FROM or it is stamped done on the current model
+step() {  # step N NAME: run function NAME if FROM <= N <= TO, unless it is stamped done on the current model
   local n=$1 name=$2 stamp
   [ "$n" -ge "$FROM" ] && [ "$n" -le "$TO" ] || return 0
   H=$(model_hash)
