@@ -74,16 +74,14 @@ def features(model, tokens: torch.Tensor, layers: list[int], batch_size: int = 2
     and ``(S, L, V + 1)`` the predicted distribution over values (mask excluded) with its entropy."""
     caught = {}
     hooks = [model.blocks[k].register_forward_hook(lambda mod, inp, out, k=k: caught.__setitem__(k, out)) for k in layers]
+    keep = [v for v in range(model.cfg.vocab_size) if v != model.mask_id]  # the values a cell can take
     out = torch.empty(*tokens.shape, model.cfg.d_model * (1 + len(layers)))  # filled batch by batch
-    values = None
+    values = torch.empty(*tokens.shape, len(keep) + 1)
     try:
         for a in range(0, len(tokens), batch_size):
             logits, hidden = model(tokens[a : a + batch_size].long())
             out[a : a + batch_size] = torch.cat([hidden, *(caught[k] for k in layers)], -1).float()
-            keep = [v for v in range(logits.shape[-1]) if v != model.mask_id]  # the values a cell can take
             p = logits[..., keep].double().softmax(-1)  # (b, L, V)
-            if values is None:
-                values = torch.empty(*tokens.shape, p.shape[-1] + 1)
             values[a : a + batch_size] = torch.cat([p, entropy(p)[..., None]], -1).float()
     finally:
         for h in hooks:
