@@ -40,7 +40,7 @@ dry() { [ "${DRY_RUN:-0}" != 0 ]; }
 run() {  # one command of a step (printed instead under DRY_RUN=1)
   if dry; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
 }
-model_hash() { [ -f $MODEL/model.safetensors ] && sha256sum $MODEL/model.safetensors | cut -c1-16 || echo none; }
+model_hash() { [ -f "$MODEL"/model.safetensors ] && sha256sum "$MODEL"/model.safetensors | cut -c1-16 || echo none; }
 resumable() {  # resumable OUT COMMAND...: a training run into OUT, resumed where it is
   local out=$1; shift
   if [ -f "$out/checkpoint.pt" ]; then run "$@" --resume; else run "$@"; fi
@@ -66,94 +66,94 @@ data() {
 # 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
 #    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
 mdm() {
-  if [ -f $MODEL/model.safetensors ] && ! git diff --quiet HEAD -- $MODEL/model.safetensors 2>/dev/null; then
+  if [ -f "$MODEL"/model.safetensors ] && ! git diff --quiet HEAD -- "$MODEL"/model.safetensors 2>/dev/null; then
     echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
   fi
   local args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
               --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
               --eval-every 500 --ckpt-every 250)
   resumable runs/sudoku unmask sudoku train "${args[@]}"
-  run mkdir -p $MODEL
-  run cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors $MODEL/
+  run mkdir -p "$MODEL"
+  run cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors "$MODEL"/
   run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
 }
 
 # 3. Baseline policies on both test sets.
-baselines() { run python benchmarks/sudoku_policies.py --model $MODEL --out $R; }
+baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$R"; }
 
 # 4. The shipped MI head (softplus link): exact-MI states along sequential trajectories of training
 #    puzzles, the head saved into the model's folder; then how negative the exact MI gets and what the
 #    head charges, on 1,200 states from the first 2,000 training puzzles (about 12 minutes on one thread).
 shipped_head() {
-  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
+  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
       --states 1200 --shard-size 100 --workers 2
-  run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-$H --steps 2000 --link softplus --out $MODEL
-  run python benchmarks/sudoku_mi_stats.py --model $MODEL --out $R
+  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-$H --steps 2000 --link softplus --out "$MODEL"
+  run python benchmarks/sudoku_mi_stats.py --model "$MODEL" --out "$R"
 }
 
 # 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
 mi_tables() {
-  run python benchmarks/sudoku_mi.py --model $MODEL --sets val-kaggle --n 200 --exact-n 0 \
-      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out $R/tuning
-  run python benchmarks/sudoku_mi.py --model $MODEL --gammas 0.01 0.03 0.1 --lams 2 --out $R
+  run python benchmarks/sudoku_mi.py --model "$MODEL" --sets val-kaggle --n 200 --exact-n 0 \
+      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out "$R"/tuning
+  run python benchmarks/sudoku_mi.py --model "$MODEL" --gammas 0.01 0.03 0.1 --lams 2 --out "$R"
   # (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
 }
 
 # 6. A head that can charge 0 (relu link), on 10,000 states, half of them from parallel trajectories;
 #    its calibration and its cost on a core of its own.
 relu_head() {
-  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
+  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
       --shard-size 250 --rows 16 --policy sequential --seed 1 --workers 2  # 6 layers: 32 min on one core
-  run unmask mi data --task sudoku --model $MODEL --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
+  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
       --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2  # 15 min on one core
-  run unmask mi train --task sudoku --model $MODEL --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
+  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
       --steps 3000
-  run mkdir -p $R/sudoku_head_relu
-  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors $R/sudoku_head_relu/
-  run python benchmarks/mi_head_calibration.py $R/sudoku_head_relu --old $MODEL --out $R/sudoku_head_calibration
-  run python benchmarks/mi_head_cost.py $R/sudoku_head_relu $MODEL --out $R/mi_head_cost \
+  run mkdir -p "$R"/sudoku_head_relu
+  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors "$R"/sudoku_head_relu/
+  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --old "$MODEL" --out "$R"/sudoku_head_calibration
+  run python benchmarks/mi_head_cost.py "$R"/sudoku_head_relu "$MODEL" --out "$R"/mi_head_cost \
       --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
-  run python benchmarks/mi_head_variants.py --model $MODEL --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
-      --out $R/mi_head_variants                                            # what else the head could read
+  run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
+      --out "$R"/mi_head_variants                                            # what else the head could read
 }
 
 # 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min) and the passes the puzzles
 #    allow (seconds), the MI map.
 exact_and_frontier() {
-  run python benchmarks/exact_mi_scaling.py --model $MODEL --out $R
-  run python benchmarks/sudoku_frontier.py --model $MODEL --head $R/sudoku_head_relu --n 300 --exact-n 50 --out $R
-  run python benchmarks/sudoku_rounds.py --out $R
-  run unmask mi map --task sudoku --model $MODEL --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
-      --out $R/sudoku_mi_map.png
+  run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
+  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R"
+  run python benchmarks/sudoku_rounds.py --out "$R"
+  run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
+      --out "$R"/sudoku_mi_map.png
 }
 
 # 8. Learned orders: the shipped policy (c = 0.2) and c = 1 (about 22 min each), the plain-ELBO one
 #    (τ = 1, budget 8, about 33 min), then their tables.
 train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
   local out=$1; shift
-  resumable "$out" unmask sudoku train-order --model $MODEL --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
+  resumable "$out" unmask sudoku train-order --model "$MODEL" --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
       --val-n 100 --out "$out" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@"
 }
 learned_orders() {
-  local c P=$R/learned_order/policies
+  local c P="$R"/learned_order/policies
   for c in 0.2 1; do
     train_order runs/order-sudoku-tau0.1-c$c-$H --budget 10 --tau 0.1 --step-cost $c --steps 800
   done
   # The plain-ELBO policy was trained to step 400 and resumed with --steps 1200 (a stretched schedule).
   [ -f runs/order-sudoku-T8-$H/checkpoint.pt ] || train_order runs/order-sudoku-T8-$H --budget 8 --steps 400
   train_order runs/order-sudoku-T8-$H --budget 8 --steps 1200
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-T8-$H $P/sudoku-plain
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H $P/sudoku-tau0.1-c1
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H $P/sudoku-tau0.1-c0.2
-  run cp $P/sudoku-tau0.1-c0.2/order_policy.json $P/sudoku-tau0.1-c0.2/order_policy.safetensors $MODEL/
-  run mkdir -p $R/learned_order/runs
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-T8-$H "$P"/sudoku-plain
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H "$P"/sudoku-tau0.1-c1
+  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H "$P"/sudoku-tau0.1-c0.2
+  run cp "$P"/sudoku-tau0.1-c0.2/order_policy.json "$P"/sudoku-tau0.1-c0.2/order_policy.safetensors "$MODEL"/
+  run mkdir -p "$R"/learned_order/runs
   for run_name in T8 tau0.1-c0.2 tau0.1-c1; do  # their logs, and the shipped policy's curve
-    run cp runs/order-sudoku-$run_name-$H/log.jsonl $R/learned_order/runs/sudoku-$run_name.jsonl
+    run cp runs/order-sudoku-$run_name-$H/log.jsonl "$R"/learned_order/runs/sudoku-$run_name.jsonl
   done
-  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out $R/learned_order/sudoku/curve
-  run python benchmarks/learned_order.py --task sudoku --model $MODEL --n 200 --untrained \
+  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out "$R"/learned_order/sudoku/curve
+  run python benchmarks/learned_order.py --task sudoku --model "$MODEL" --n 200 --untrained \
       --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
-      --learned plain=$P/sudoku-plain c1=$P/sudoku-tau0.1-c1 --out $R/learned_order/sudoku
+      --learned plain="$P"/sudoku-plain c1="$P"/sudoku-tau0.1-c1 --out "$R"/learned_order/sudoku
 }
 
 

@@ -340,6 +340,23 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
     assert f"step 3 (baselines): done on model {h}, skipped" in r.stdout
 
 
+def test_reproduce_sudoku_keeps_a_candidate_path_with_spaces_whole(tmp_path):
+    # Bug caught: an unquoted $MODEL or $RESULTS splits into several words (the model hash turns into
+    # "none", a command reads or writes "my" and "cand/...").
+    import hashlib
+    import shlex
+
+    model, results = candidate(tmp_path / "my cand")
+    r = reproduce("3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
+    assert r.returncode == 0, r.stderr
+    assert f"on model {hashlib.sha256(b'candidate weights').hexdigest()[:16]}" in r.stdout
+    commands = [shlex.split(line) for line in r.stdout.splitlines() if line.startswith("  ")]
+    paths = [c[i + 1] for c in commands for i, a in enumerate(c[:-1]) if a in ("--model", "--out", "--head", "--old")]
+    assert len(paths) > 20
+    assert all(p.startswith((model, results, "runs/", "data/")) for p in paths), paths
+    assert sum(p.startswith(model) for p in paths) >= 15 and sum(p.startswith(results) for p in paths) >= 10
+
+
 @pytest.mark.parametrize("which", ["model only", "results only", "step 2", "no model"])
 def test_reproduce_sudoku_refuses_a_half_candidate(tmp_path, which):
     model, results = candidate(tmp_path)
