@@ -16,7 +16,8 @@ Modes (the word after the path(s); ``rows`` when none is given):
     The README table is the file's table as printed: same columns, same rows in the same order
     (found among the file's Markdown tables by its header). With ``subset`` the README may show
     some of the file's columns (by header name) and some of its rows, each equal to a file row on
-    every column shown.
+    every column shown. (A ``key=C1,C2`` option names the columns that tell the rows apart, for
+    ``refresh_readme.py``; the check ignores it.)
 ``pivot row=C col=C value=C``
     A policy × budget view of a file table: a README row whose first cell holds a code span
     (`` `top_prob` ``) is the file rows whose column ``row`` is that name or starts with
@@ -211,14 +212,19 @@ def check_numbers(t: Table, spec: Spec, rows: list[list[str]], where: str) -> li
     return errors
 
 
+def source_table(t: Table, spec: Spec, file_tables: list[Table]) -> Table | None:
+    """The results file's table a README table shows: the first with all its columns (or ``table=K``)."""
+    if "table" in spec.options:
+        return file_tables[int(spec.options["table"]) - 1]
+    want = {plain(h) for h in t.header}
+    return next((f for f in file_tables if want <= {plain(h) for h in f.header}), None)
+
+
 def check_rows(t: Table, spec: Spec, file_tables: list[Table], where: str) -> list[str]:
     want = [plain(h) for h in t.header]
-    candidates = [f for f in file_tables if set(want) <= {plain(h) for h in f.header}]
-    if "table" in spec.options:
-        candidates = [file_tables[int(spec.options["table"]) - 1]]
-    if not candidates:
+    f = source_table(t, spec, file_tables)
+    if f is None:
         return [f"{t.name()}: no table in {where} has the columns {want}"]
-    f = candidates[0]
     fh = [plain(h) for h in f.header]
     errors = []
     if not spec.subset:

@@ -92,3 +92,58 @@ def test_the_check_on_a_small_readme(tmp_path):
     assert check_readme.check(good.replace("0.49 |", "0.50 |"), tmp_path)
     missing = check_readme.check(good.replace("r.json", "gone.json"), tmp_path)
     assert any("gone.json does not exist" in e for e in missing)
+
+
+def _refresh_readme():
+    spec = importlib.util.spec_from_file_location("refresh_readme", ROOT / "benchmarks" / "refresh_readme.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+refresh_readme = _refresh_readme()
+
+NEW_RESULTS = ("| set | policy | eps | nfe | acc |\n|---|---|---|---|---|\n| a | seq | 0 | 48 | 96.4 |\n"
+               "| a | mi | 0 | 5.1 | 90 |\n| a | mi | 0.1 | 4.2 | 71 |\n| b | seq | 0 | 56.6 | 42.9 |\n")
+
+
+def test_refresh_rewrites_tables_from_their_files_and_leaves_the_rest(tmp_path):
+    # Bugs caught: a row matched by its numbers instead of its names (the wrong row copied in), the
+    # prose or a numbers table rewritten, an ambiguous row guessed at, formatting lost where the value held.
+    (tmp_path / "r.md").write_text(NEW_RESULTS)
+    (tmp_path / "j.json").write_text('{"acc": 0.964}\n')
+    old = ("Sequential solves 94.8 %.\n\n<!-- results: r.md -->\n| set | policy | eps | nfe | acc |\n|---|---|---|---|---|\n"
+           "| a | seq | 0 | **48** | 94.8 |\n| b | seq | 0 | 56.6 | 36.5 |\n\n"
+           "<!-- results: r.md subset -->\n| set | policy | acc |\n|---|---|---|\n| b | seq | 36.5 |\n| a | mi | 88 |\n\n"
+           "<!-- results: r.md subset key=set,policy,eps -->\n| set | policy | eps | acc |\n|---|---|---|---|\n| a | mi | 0.1 | 70 |\n\n"
+           "<!-- results: j.json numbers scale=100 -->\n| acc |\n|---|\n| 94.8 % |\n")
+    new, changed, left = refresh_readme.refresh(old, tmp_path)
+    assert changed == 3
+    assert new.startswith("Sequential solves 94.8 %.")  # prose is a hand edit
+    assert "| a | seq | 0 | **48** | 96.4 |\n| a | mi | 0 | 5.1 | 90 |\n" in new  # the whole file table, 48 kept bold
+    assert "| b | seq | 42.9 |\n| a | mi | 88 |\n" in new  # by names; 'a | mi' is two file rows: left
+    assert "| a | mi | 0.1 | 71 |\n" in new  # the key columns tell them apart
+    assert "| 94.8 % |" in new
+    assert len(left) == 2
+    assert "'a | mi | 88' matches 2 rows" in left[0] and "a numbers table with 1 mismatches" in left[1]
+    assert len(check_readme.check(new, tmp_path)) == 2  # what is left, and nothing else
+    again, changed, _ = refresh_readme.refresh(new, tmp_path)
+    assert again == new and changed == 0  # a second run changes nothing
+
+
+def test_refresh_command_writes_only_when_asked(tmp_path):
+    import subprocess
+
+    (tmp_path / "README.md").write_text("<!-- results: benchmarks/results/sudoku_policies.md -->\n"
+                                        "| set | policy | mean_nfe | accuracy % | seconds |\n|---|---|---|---|---|\n| x | y | 1 | 2 | 3 |\n")
+    script = [sys.executable, str(ROOT / "benchmarks" / "refresh_readme.py"), str(tmp_path / "README.md")]
+    before = (tmp_path / "README.md").read_text()
+    r = subprocess.run(script, capture_output=True, text=True)
+    assert r.returncode == 0 and "1 tables to rewrite" in r.stderr
+    assert (tmp_path / "README.md").read_text() == before
+    r = subprocess.run([*script, "--write"], capture_output=True, text=True)
+    assert r.returncode == 0 and "1 tables rewritten" in r.stderr
+    assert check_readme.check((tmp_path / "README.md").read_text()) == []
+    r = subprocess.run([*script[:2], str(tmp_path / "gone.md")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == f"refresh_readme.py: {tmp_path / 'gone.md'}: no such file"
