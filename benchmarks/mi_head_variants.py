@@ -19,7 +19,9 @@ initialised and its batches drawn from the same seed; the same held-out states) 
 :func:`unmask.mi.fit.evaluate_head`, with its cost against one denoiser pass (medians of 11, one
 thread; the denoiser's block outputs are caught by forward hooks, free). Beside the table: how well
 the exact symmetric part itself ranks one direction on the held-out states (what a perfect symmetric
-head would score on pairs whose target is one direction). Writes ``OUT.{json,md}``.
+head would score on pairs whose target is one direction). Beside each head's held-out score, its score
+on as many of its own training states (``train_spearman_matters``, ``train_spearman``): a large gap says it over-fits (more
+states would help), none says the head's form or inputs limit it. Writes ``OUT.{json,md}``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from unmask.model import WEIGHTS_FILE, load_model
 from unmask.runs import file_digest
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
-COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "spearman_matters_both_rows", "spearman", "mse",
+COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "train_spearman_matters", "spearman_matters_both_rows", "spearman", "train_spearman", "mse",
            "top10_recall", "head_ms", "relative_cost"]
 TRAIN = HeadTrainConfig()  # the fit of `unmask mi train` (steps and seed come from the command line)
 
@@ -129,10 +131,13 @@ def main(argv: list[str] | None = None) -> None:
         torch.manual_seed(args.seed)  # every head starts from the same draw, as in unmask mi train
         head = fit_pairs(make(), x, target, fitted_on, train, replace(TRAIN, steps=args.steps, seed=args.seed))
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
+        own = train[: len(val)]  # as many of its training states as are held out
+        seen = evaluate_head(head, x[own], target[own], pairs[own])
         with torch.no_grad():
             head_s = median_time(lambda: head(x[val[:250]]), 11)
         rows.append({"head": name, "parameters": head.num_parameters(), "fitted_pairs": int(fitted_on[train].sum()),
-                     **{k: m.get(k) for k in COLUMNS[3:-2]}, "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
+                     **{k: m.get(k) for k in COLUMNS[3:-2] if not k.startswith("train_")}, "train_spearman_matters": seen["spearman_matters"],
+                     "train_spearman": seen["spearman"], "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
         print(json.dumps(rows[-1]), flush=True)
     reference = consistency({k: v[val] for k, v in data.items()}, model.mask_id)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -206,6 +206,16 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
     assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
     assert first["parameters"] == both_only["parameters"] and both_only["fitted_pairs"] < first["fitted_pairs"]
+    from unmask.mi.fit import evaluate_head, pair_mask, split, targets
+
+    head, _ = fit_head(load_model(model_dir), data := load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
+    train, val = split(data, HeadTrainConfig().val_fraction)
+    seen = train[: len(val)]  # the score on the head's own training states, as many as are held out
+    with torch.no_grad():
+        hidden = load_model(model_dir)(data["tokens"][seen].long()).hidden
+    m = evaluate_head(head, hidden, targets(data)[seen], pair_mask(data, load_model(model_dir).mask_id)[seen])
+    assert first["train_spearman"] == pytest.approx(m["spearman"], abs=1e-6) and first["train_spearman"] != first["spearman"]
+    assert first["train_spearman_matters"] == pytest.approx(m["spearman_matters"], abs=1e-6, nan_ok=True)
     assert both_only["mse"] != first["mse"]  # same init and batches, other pairs
     assert rows["mi train's, + blocks 0"]["parameters"] > first["parameters"]  # a wider input
     # the predicted distribution over the values (mask excluded) and its entropy: 9 + 1 more inputs
