@@ -214,9 +214,11 @@ def check_numbers(t: Table, spec: Spec, rows: list[list[str]], where: str) -> li
 
 def source_table(t: Table, spec: Spec, file_tables: list[Table]) -> Table | None:
     """The results file's table a README table shows: the first with all its columns (or ``table=K``)."""
-    if "table" in spec.options:
-        return file_tables[int(spec.options["table"]) - 1]
     want = {plain(h) for h in t.header}
+    if "table" in spec.options:
+        k = int(spec.options["table"]) if spec.options["table"].isdigit() else 0
+        chosen = file_tables[k - 1 : k] if k >= 1 else []
+        return chosen[0] if chosen and want <= {plain(h) for h in chosen[0].header} else None
     return next((f for f in file_tables if want <= {plain(h) for h in f.header}), None)
 
 

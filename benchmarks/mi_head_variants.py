@@ -20,7 +20,7 @@ initialised and its batches drawn from the same seed; the same held-out states) 
 thread; the denoiser's block outputs are caught by forward hooks, free). Beside the table: how well
 the exact symmetric part itself ranks one direction on the held-out states (what a perfect symmetric
 head would score on pairs whose target is one direction). Beside each head's held-out score, its score
-on as many of its own training states (``train_spearman_matters``, ``train_spearman``): a large gap says it over-fits (more
+on as many of its own training states, drawn at random (``train_spearman_matters``, ``train_spearman``): a large gap says it over-fits (more
 states would help), none says the head's form or inputs limit it. Writes ``OUT.{json,md}``.
 """
 
@@ -126,12 +126,13 @@ def main(argv: list[str] | None = None) -> None:
     sample = data["tokens"][val[:250]].long()
     with torch.no_grad():
         denoiser_s = median_time(lambda: model(sample), 11)
+    # as many training states as are held out, drawn from all of them (every data folder)
+    own = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(args.seed))[: len(val)]]
     rows = []
     for name, make, x, fitted_on in variants:
         torch.manual_seed(args.seed)  # every head starts from the same draw, as in unmask mi train
         head = fit_pairs(make(), x, target, fitted_on, train, replace(TRAIN, steps=args.steps, seed=args.seed))
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
-        own = train[: len(val)]  # as many of its training states as are held out
         seen = evaluate_head(head, x[own], target[own], pairs[own])
         with torch.no_grad():
             head_s = median_time(lambda: head(x[val[:250]]), 11)

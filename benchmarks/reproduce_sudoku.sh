@@ -40,7 +40,7 @@ dry() { [ "${DRY_RUN:-0}" != 0 ]; }
 run() {  # one command of a step (printed instead under DRY_RUN=1)
   if dry; then printf '  %s' "$1"; shift; printf ' %q' "$@"; echo; else "$@"; fi
 }
-model_hash() { [ -f "$MODEL"/model.safetensors ] && sha256sum "$MODEL"/model.safetensors | cut -c1-16 || echo none; }
+model_hash() { [ -f "$MODEL"/model.safetensors ] && sha256sum < "$MODEL"/model.safetensors | cut -c1-16 || echo none; }
 resumable() {  # resumable OUT COMMAND...: a training run into OUT, resumed where it is
   local out=$1; shift
   if [ -f "$out/checkpoint.pt" ]; then run "$@" --resume; else run "$@"; fi
