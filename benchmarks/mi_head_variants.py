@@ -1,6 +1,7 @@
 """What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, five heads.
 
-    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # four heads: ~15 min, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # five heads: ~15 min, one thread
+    python benchmarks/mi_head_variants.py --data - --tables-only     # OUT.md again from OUT.json
 
 The shipped head form (a per-position MLP into a rank-32 symmetric bilinear form, relu link) misses
 the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed at one suspected cause:
@@ -101,7 +102,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--layers", type=int, nargs="+", default=[1, 3], help="earlier blocks whose outputs the third head also reads")
     p.add_argument("--seed", type=int, default=TRAIN.seed)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
+    p.add_argument("--tables-only", action="store_true", help="rewrite OUT.md from OUT.json (nothing measured)")
     args = p.parse_args(argv)
+    if args.tables_only:
+        if not args.out.with_suffix(".json").is_file():
+            p.error(f"--tables-only: no {args.out.with_suffix('.json')} to rewrite the tables from")
+        print(write_tables(json.loads(args.out.with_suffix(".json").read_text()), args.out))
+        return
 
     torch.set_num_threads(1)
     start = time.time()
@@ -146,9 +153,14 @@ def main(argv: list[str] | None = None) -> None:
               "train_states": len(train), "val_states": len(val), "denoiser_ms": round(1000 * denoiser_s, 2),
               "rows": rows, "reference": reference, "minutes": round((time.time() - start) / 60, 1)}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    md = markdown_table(rows, COLUMNS) + "\n\n" + markdown_table([reference], list(reference))
-    args.out.with_suffix(".md").write_text(md + "\n")
-    print(md)
+    print(write_tables(result, args.out))
+
+
+def write_tables(result: dict, out: Path) -> str:
+    """``OUT.md`` from a result (the heads' table, then the targets' own consistency); returns it."""
+    md = markdown_table(result["rows"], COLUMNS) + "\n\n" + markdown_table([result["reference"]], list(result["reference"]))
+    out.with_suffix(".md").write_text(md + "\n")
+    return md
 
 
 if __name__ == "__main__":

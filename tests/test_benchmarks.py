@@ -223,6 +223,12 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert all(r["relative_cost"] > 0 for r in rows.values())
     with pytest.raises(SystemExit):
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])
+    md = (tmp_path / "out" / "v.md").read_text()
+    (tmp_path / "out" / "v.md").unlink()
+    variants.main(["--data", "unused", "--tables-only", "--out", str(tmp_path / "out" / "v")])  # the tables again, from the JSON
+    assert (tmp_path / "out" / "v.md").read_text() == md and "P(X_i \\| C)" in md  # the pipe escaped: one cell
+    with pytest.raises(SystemExit):
+        variants.main(["--data", "unused", "--tables-only", "--out", str(tmp_path / "none")])
     model, tokens = load_model(model_dir), load_mi_data(tmp_path / "d")["tokens"]
     deep, values = variants.features(model, tokens, [0], batch_size=5)  # batches that do not divide the states
     logits, hidden = model(tokens.long())

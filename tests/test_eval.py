@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +15,19 @@ from unmask.eval import frontier, markdown_table, mixture_frontier, shown_path
 def test_markdown_table_rounds_floats_and_blanks_missing_cells():
     table = markdown_table([{"a": 0.123456, "b": 12345.6}, {"a": None}], ["a", "b"])
     assert table.splitlines() == ["| a | b |", "|---|---|", "| 0.123 | 12346 |", "|  |  |"]
+
+
+def test_markdown_table_keeps_a_pipe_inside_its_cell():
+    # Bug caught: a head named "P(X_i | C)" split its row into one cell too many.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_readme", Path(__file__).parents[1] / "benchmarks" / "check_readme.py")
+    check_readme = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = check_readme
+    spec.loader.exec_module(check_readme)
+    table = markdown_table([{"head": "P(X_i | C)", "n": 3}], ["head", "n"])
+    (t,) = check_readme.tables(table)
+    assert t.rows == [["P(X_i | C)", "3"]]
 
 
 def test_shown_path_is_relative_inside_the_working_directory(tmp_path, monkeypatch):

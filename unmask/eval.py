@@ -168,14 +168,15 @@ def mixture_frontier(rows: list[dict], n: float, key: str = "accuracy %") -> flo
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    """A Markdown table of ``rows`` restricted to ``columns`` (floats to 3 significant places)."""
+    """A Markdown table of ``rows`` restricted to ``columns`` (floats to 3 significant places; a ``|``
+    inside a cell escaped, so that it stays one cell)."""
 
     def cell(v) -> str:
         if isinstance(v, float):
             return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-        return "" if v is None else str(v)
+        return "" if v is None else str(v).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
