@@ -39,6 +39,14 @@ def test_frontier_picks_the_best_accuracy_within_the_passes():
             {"set": "test-kaggle", "family": "MI head λ=2", "mean_nfe": 2.5, "accuracy %": 55.0}]
     g = {r["nfe_at_most"]: r["gap"] for r in frontier.gaps(both, ["test-kaggle"], ["MI head λ=2"])}
     assert g == {3: 5.0, 4: 5.0, 5: 5.0, 6: 5.0}  # n = 1, 2: the entropy budget has no row that cheap
+    # A sweep's spacing flatters the step frontier: an MI row between two entropy-only rows beats the
+    # step frontier by 25 points, but a coin flip between those two rows is level with it.
+    sweep = [{"set": "test-kaggle", "family": "entropy budget", "mean_nfe": 3.0, "accuracy %": 20.0},
+             {"set": "test-kaggle", "family": "entropy budget", "mean_nfe": 5.0, "accuracy %": 90.0},
+             {"set": "test-kaggle", "family": "MI head λ=2", "mean_nfe": 4.0, "accuracy %": 55.0}]
+    g = {r["nfe_at_most"]: r for r in frontier.gaps(sweep, ["test-kaggle"], ["MI head λ=2"])}
+    assert g[4]["gap"] == 35.0 and g[4]["entropy_only mixture %"] == 55.0 and g[4]["mixture gap"] == 0.0
+    assert g[5]["mixture gap"] == -35.0  # past its last row the MI family's mixture stays at 55
 
 
 def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
