@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every step behind the shipped Sudoku model, its MI head, its order policy and the README's Sudoku
-# tables, in order. About 6.5 hours on 2 CPU cores for the 6-layer model (steps 1-6: 2.5 hours), longer
+# tables, in order. About 10 hours on 2 CPU cores for the 12-layer model (steps 1-2: 3.5 hours), longer
 # than one working session, so the script resumes:
 #   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is
 #     skipped on a rerun with the same model (delete the stamp to run it again); a new model (another
 #     hash) runs every step again;
 #   - everything a step builds or trains goes to folders named after the model's hash, and the
 #     data builds and training runs inside a step resume what is there.
-# Step 2 is the recipe of the 6-layer model shipped now: shipping another model replaces it.
+# Step 2 is the recipe of the 12-layer model shipped now (a 6-layer run, then 12 layers stacked from it):
+# shipping another model replaces it.
 #
 #   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..9; the data of step 1 is
 #                                           always made if missing, step 9 always runs); on a new
@@ -61,21 +62,31 @@ data() {
   [ -f data/sudoku/test-hard.csv ] || run unmask sudoku generate --standard --workers 2
   [ -f data/sudoku/train-2k.csv ] || run unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
   [ -f data/sudoku/val-kaggle-200.csv ] || run unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
+  [ -f data/sudoku/train-hard.csv ] || run unmask sudoku generate --kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv
 }
 
-# 2. The MDM (the shipped run was started with --steps 6000 and resumed at step 500 with --steps 5000;
-#    the command below, with --steps 5000 from the start, follows the same schedule after step 500).
+# 2. The MDM: 6 layers from scratch (94 min), then 12 layers stacked from them on a mix of solution grids
+#    and training puzzles (103 min). The shipped 6-layer run was started with --steps 6000 and resumed at
+#    step 500 with --steps 5000; the 12-layer run was started with --steps 2200 and resumed at steps 750
+#    and 1750 with --steps 3000 and --steps 2500. The commands below follow the same schedules after the
+#    last resume.
 mdm() {
   if [ -f "$MODEL"/model.safetensors ] && ! git diff --quiet HEAD -- "$MODEL"/model.safetensors 2>/dev/null; then
     echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
   fi
-  local args=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
-              --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
-              --eval-every 500 --ckpt-every 250)
-  resumable runs/sudoku unmask sudoku train "${args[@]}"
+  local six=(--data data/sudoku/train.csv --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100
+             --out runs/sudoku --steps 5000 --batch-size 128 --lr 1.5e-3 --mask-min 0.1 --mask-max 0.9
+             --eval-every 500 --ckpt-every 250)
+  resumable runs/sudoku unmask sudoku train "${six[@]}"
+  run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_candidate/6layer/learning_curve
+  local twelve=(--data data/sudoku/train.csv --puzzles data/sudoku/train-hard.csv --puzzles data/sudoku/train.csv
+                --puzzle-prob 0.5 --init runs/sudoku/model --n-layers 12 --lr 5e-4 --warmup 100
+                --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100 --eval-every 500
+                --steps 2500 --out runs/sudoku-stack12)
+  resumable runs/sudoku-stack12 unmask sudoku train "${twelve[@]}"  # (a resume accepts the same --init)
   run mkdir -p "$MODEL"
-  run cp runs/sudoku/model/config.json runs/sudoku/model/model.safetensors "$MODEL"/
-  run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_learning_curve
+  run cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors "$MODEL"/
+  run python benchmarks/learning_curve.py runs/sudoku-stack12 --out benchmarks/results/sudoku_learning_curve
 }
 
 # 3. Baseline policies on both test sets.
@@ -83,7 +94,7 @@ baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$
 
 # 4. The shipped MI head (softplus link): exact-MI states along sequential trajectories of training
 #    puzzles, the head saved into the model's folder; then how negative the exact MI gets and what the
-#    head charges, on 1,200 states from the first 2,000 training puzzles (about 12 minutes on one thread).
+#    head charges, on 1,200 states from the first 2,000 training puzzles (about 18 minutes on one thread).
 shipped_head() {
   run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
       --states 1200 --shard-size 100 --workers 2
@@ -103,9 +114,9 @@ mi_tables() {
 #    its calibration and its cost on a core of its own.
 relu_head() {
   run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy sequential --seed 1 --workers 2  # 6 layers: 32 min on one core
+      --shard-size 250 --rows 16 --policy sequential --seed 1 --workers 2  # 44 min on one core
   run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2  # 15 min on one core
+      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2  # 19 min on one core
   run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
       --steps 3000
   run mkdir -p "$R"/sudoku_head_relu
@@ -117,7 +128,7 @@ relu_head() {
       --out "$R"/mi_head_variants                                            # what else the head could read
 }
 
-# 7. Exact MI that scales (36 min on one core), the low-NFE frontier (40 min) and the passes the puzzles
+# 7. Exact MI that scales (64 min on one core), the low-NFE frontier (44 min) and the passes the puzzles
 #    allow (seconds), the MI map.
 exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
@@ -127,8 +138,8 @@ exact_and_frontier() {
       --out "$R"/sudoku_mi_map.png
 }
 
-# 8. Learned orders: the shipped policy (c = 0.2) and c = 1 (about 22 min each), the plain-ELBO one
-#    (τ = 1, budget 8, about 33 min), then their tables.
+# 8. Learned orders: the shipped policy (c = 0.2, 36 min on one core) and c = 1 (29 min), the plain-ELBO
+#    one (τ = 1, budget 8, 42 min), then their tables (12 min).
 train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
   local out=$1; shift
   resumable "$out" unmask sudoku train-order --model "$MODEL" --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \

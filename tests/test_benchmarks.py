@@ -280,7 +280,8 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
     for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
         assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
-    assert re.search(rf"--budget 8 --steps 400\n.*--out runs/order-sudoku-T8-{h} .*--budget 8 --steps 1200\n", r.stdout)
+    if not (ROOT / "runs" / f"order-sudoku-T8-{h}" / "checkpoint.pt").exists():  # (a local run past stage 1 skips it)
+        assert re.search(rf"--budget 8 --steps 400\n.*--out runs/order-sudoku-T8-{h} .*--budget 8 --steps 1200\n", r.stdout)
     assert not any(tmp_path.iterdir())  # a dry run stamps nothing
 
 

@@ -50,15 +50,15 @@ def _plant(old: str, new: str) -> list[str]:
     "old, new, table, cell",
     [
         # rows mode, the whole file table: one accuracy changed
-        ("| test-kaggle | sequential:metric=entropy | 48 | 94.8 | 136 |", "| test-kaggle | sequential:metric=entropy | 48 | 94.9 | 136 |",
+        ("| test-kaggle | sequential:metric=entropy | 48 | 96.4 | 277 |", "| test-kaggle | sequential:metric=entropy | 48 | 96.5 | 277 |",
          "set | policy | mean_nfe | accuracy % | seconds", "accuracy %"),
         # rows mode, a subset of the file: one NFE changed
-        ("| test-hard | mi:gamma=0.1,lam=2.0 | 31.6 |", "| test-hard | mi:gamma=0.1,lam=2.0 | 13.6 |",
+        ("| test-hard | mi:gamma=0.1,lam=2.0 | 28.4 |", "| test-hard | mi:gamma=0.1,lam=2.0 | 24.8 |",
          "set | policy | mean_nfe | accuracy % | extra_passes", "mean_nfe"),
         # pivot mode: one policy × budget cell changed
         ("| Top-Prob (`top_prob`) | 57.5 |", "| Top-Prob (`top_prob`) | 58.5 |", "policy | T = 4 | T = 5 | T = 10 | T = 15 | T = 72", "T = 4"),
         # numbers mode (JSON source): one metric changed
-        ("| 94,640 | 0.0109 | 0.69 | 0.49 |", "| 94,640 | 0.0109 | 0.69 | 0.47 |", "held-out pairs | MSE", "Spearman"),
+        ("| 94,640 | 0.0112 | 0.72 | 0.48 |", "| 94,640 | 0.0112 | 0.72 | 0.46 |", "held-out pairs | MSE", "Spearman"),
     ],
     ids=["rows", "subset", "pivot", "numbers"],
 )
@@ -71,11 +71,11 @@ def test_the_check_catches_a_planted_mismatch(old, new, table, cell):
 
 def test_the_check_catches_a_dropped_row_and_an_unmarked_table():
     text = _readme()
-    row = "| test-hard | threshold:tau=0.7 | 6.77 | 1.1 | 20.1 |\n"
+    row = "| test-hard | threshold:tau=0.7 | 7.42 | 4.6 | 34.6 |\n"
     assert text.count(row) == 1
     errors = check_readme.check(text.replace(row, ""))
     assert any("21 rows" in e and "has 22" in e for e in errors), "\n".join(errors)
-    assert any("threshold:tau=0.7 | 6.77 | 1.1 | 20.1' is missing" in e for e in errors), "\n".join(errors)
+    assert any("threshold:tau=0.7 | 7.42 | 4.6 | 34.6' is missing" in e for e in errors), "\n".join(errors)
     marker = "<!-- results: benchmarks/results/sudoku_policies.md -->\n"
     errors = check_readme.check(text.replace(marker, ""))
     assert any("no '<!-- results: FILE -->' marker" in e and "accuracy % | seconds" in e for e in errors), "\n".join(errors)

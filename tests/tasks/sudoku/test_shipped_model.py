@@ -33,17 +33,17 @@ def accuracy(model, puzzles, spec: str) -> dict:
 
 def test_sequential_solves_fresh_puzzles(shipped, kaggle):
     m = accuracy(shipped, kaggle, "sequential")
-    assert m["accuracy"] >= 0.8  # measured 21/24 (94.8 % on all of test-kaggle)
+    assert m["accuracy"] >= 0.8  # measured 22/24 (96.4 % on all of test-kaggle)
     hard = accuracy(shipped, generate("hard", 12, 778), "sequential")
-    assert hard["accuracy"] >= 0.3  # measured 8/12 (36.5 % on all of test-hard)
+    assert hard["accuracy"] >= 0.3  # measured 8/12 (42.9 % on all of test-hard)
 
 
 def test_parallel_reveals_break_and_the_entropy_budget_holds(shipped, kaggle):
     seq = accuracy(shipped, kaggle, "sequential")["accuracy"]
-    topk = accuracy(shipped, kaggle, "topk:k=7")
-    assert topk["mean_nfe"] < 8 and topk["accuracy"] <= seq - 0.15  # measured 14/24 vs 21/24: two digits of a unit collide
+    topk = accuracy(shipped, kaggle, "topk:k=10")
+    assert topk["mean_nfe"] < 6 and topk["accuracy"] <= seq - 0.3  # measured 10/24 at 5.04 vs 22/24: two digits of a unit collide
     budget = accuracy(shipped, kaggle, "mi:gamma=0.5,lam=0")
-    assert budget["mean_nfe"] < 8 and budget["accuracy"] >= topk["accuracy"] + 0.1  # measured 18/24 at 5.96 passes
+    assert budget["mean_nfe"] < 6 and budget["accuracy"] >= topk["accuracy"] + 0.2  # measured 18/24 at 5.58 passes
 
 
 def test_the_shipped_head_ranks_pairs_like_exact_mi(shipped, kaggle):
@@ -60,8 +60,8 @@ def test_the_shipped_head_ranks_pairs_like_exact_mi(shipped, kaggle):
         return x.argsort().argsort().double()
 
     rho = torch.corrcoef(torch.stack([ranks(est[pairs]), ranks(exact[pairs])]))[0, 1]
-    assert rho >= 0.3  # measured 0.43 (0.49 on the head's held-out states)
+    assert rho >= 0.3  # measured 0.45 (0.48 on the head's held-out states)
     score = structure_score(est, pairs, sudoku_peers())
-    assert score["topk"] >= 0.8 > 0.3 >= score["chance"]  # measured 0.975 of the top pairs share a unit, chance 0.25
+    assert score["topk"] >= 0.8 > 0.3 >= score["chance"]  # measured 0.95 of the top pairs share a unit, chance 0.25
     peers = sudoku_peers()
-    assert est[pairs & peers].mean() >= 2 * est[pairs & ~peers].mean()  # measured 0.102 vs 0.038 nats
+    assert est[pairs & peers].mean() >= 2 * est[pairs & ~peers].mean()  # measured 0.104 vs 0.041 nats
