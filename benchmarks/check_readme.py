@@ -1,6 +1,7 @@
 """Check that every result table in README.md matches the committed results file it comes from.
 
     python benchmarks/check_readme.py            # exit 1 with one line per mismatched cell
+    python benchmarks/check_readme.py --refresh [--write]   # after a benchmark reran: the tables again from their files
 
 Each table that shows measured figures carries a marker comment on the line(s) just above it:
 
@@ -17,7 +18,7 @@ Modes (the word after the path(s); ``rows`` when none is given):
     (found among the file's Markdown tables by its header). With ``subset`` the README may show
     some of the file's columns (by header name) and some of its rows, each equal to a file row on
     every column shown. (A ``key=C1,C2`` option names the columns that tell the rows apart, for
-    ``refresh_readme.py``; the check ignores it.)
+    ``--refresh``; the check ignores it.)
 ``pivot row=C col=C value=C``
     A policy × budget view of a file table: a README row whose first cell holds a code span
     (`` `top_prob` ``) is the file rows whose column ``row`` is that name or starts with
@@ -34,6 +35,14 @@ Cells are compared after dropping Markdown emphasis and code backticks; numbers 
 numbers at the README's precision (``69.0`` matches a file's ``69``, ``94,640`` matches ``94640``).
 Tables in the results part of the README (before ``## How it fits together``) that show numbers
 must carry a marker (``none`` for tables that are no measurement, or one quoted from elsewhere).
+
+``--refresh`` lists the rows that a rerun changed (``--write`` rewrites the README, atomically): a
+``rows`` table becomes the file's table; in a ``subset`` table each row that is not, cell for cell, a
+file row becomes the file row with the same names (its cells that are not numbers, or the marker's
+``key=`` columns), compared as text, so one row's figures never land under another's names; a row
+whose names match no file row, or several, is left and listed. Cells are compared as text (``100`` is
+not kept for a file's ``99.6``); a cell whose text the file repeats keeps its emphasis. ``numbers``
+and ``pivot`` tables, and the prose, stay hand edits. Exits 1 when anything is left for one.
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from unmask.io import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!--\s*results:\s*(.*?)\s*-->")
@@ -326,11 +337,109 @@ def check(text: str, root: Path = ROOT) -> list[str]:
     return errors
 
 
+def _text(cell: str) -> str:
+    return plain(cell)
+
+
+def _cells(readme_row: list[str] | None, file_row: list[str]) -> list[str]:
+    """The file's cells, except where the README's cell has the same text (its emphasis kept)."""
+    readme_row = readme_row or []
+    return [readme_row[k] if k < len(readme_row) and _text(readme_row[k]) == _text(b) else b for k, b in enumerate(file_row)]
+
+
+def _names(row: list[str], columns: list[int]) -> tuple[str, ...]:
+    return tuple(_text(row[i]) if i < len(row) else "" for i in columns)
+
+
+def refreshed_rows(t, spec, file_tables: list, where: str) -> tuple[list[list[str]], list[str]]:
+    """The table's new body, and a line for each row it could not refresh."""
+    want = [plain(h) for h in t.header]
+    f = source_table(t, spec, file_tables)
+    if f is None:
+        return t.rows, [f"{t.name()}: no table in {where} has the columns {want}"]
+    fh = [plain(h) for h in f.header]
+    if not spec.subset:
+        if want != fh:
+            return t.rows, [f"{t.name()}: columns {want} differ from {where}'s {fh}"]
+        body = []
+        for fr in f.rows:  # the README's emphasis kept from its one row of the same names
+            cols = [i for i, c in enumerate(fr) if as_number(c) is None]
+            same = [r for r in t.rows if _names(r, cols) == _names(fr, cols)]
+            body.append(_cells(same[0] if len(same) == 1 else None, fr))
+        return body, []
+    idx = [fh.index(h) for h in want]
+    named = spec.options["key"].split(",") if "key" in spec.options else None
+    if named and not set(named) <= set(want):
+        return t.rows, [f"{t.name()}: key columns {sorted(set(named) - set(want))} are not shown"]
+    shown = lambda fr: [fr[i] if i < len(fr) else "" for i in idx]  # noqa: E731  a file row on the columns shown
+    body, left = [], []
+    for r in t.rows:
+        if any([_text(c) for c in r] == [_text(c) for c in shown(fr)] for fr in f.rows):
+            body.append(r)  # already the file's
+            continue
+        keys = [c for c, (a, h) in enumerate(zip(r, want)) if (h in named if named else as_number(a) is None and _text(a))]
+        match = [fr for fr in f.rows if _names(r, keys) == _names(shown(fr), keys)]
+        if len(match) == 1:
+            body.append(_cells(r, shown(match[0])))
+        else:
+            body.append(r)
+            by = f"its {'key' if named else 'name'} columns"
+            left.append(f"{t.name()}: row '{' | '.join(r)[:70]}' matches {len(match)} rows of {where} by {by}; edit it by hand")
+    return body, left
+
+
+def refresh(text: str, root: Path = ROOT) -> tuple[str, list[str], list[str]]:
+    """``text`` with every ``rows``/``subset`` table rewritten from its file; a line for each row
+    changed; a line for each table or row left for a hand edit (both in the README's order)."""
+    lines = text.splitlines(keepends=True)
+    changes, left = [], []
+    for t in reversed(tables(text)):  # from the end, so earlier line numbers stay valid
+        if t.marker is None:
+            continue
+        here_left, here_changes = [], []
+        try:
+            spec = parse_marker(t.marker)
+        except ValueError as e:
+            spec, here_left = None, [f"{t.name()}: {e}"]
+        if spec is None or spec.none:
+            left[:0] = here_left
+            continue
+        where = " + ".join(spec.paths)
+        missing = [p for p in spec.paths if not (root / p).is_file()]
+        if missing:
+            here_left.append(f"{t.name()}: results file {', '.join(missing)} does not exist")
+        elif spec.mode != "rows" or not all(p.endswith(".md") for p in spec.paths):
+            if errors := check_table(t, root):
+                here_left.append(f"{t.name()}: {len(errors)} mismatches in a table rewritten by hand ({spec.mode}); edit it")
+        else:
+            file_tables = [ft for p in spec.paths for ft in tables((root / p).read_text())]
+            body, bad = refreshed_rows(t, spec, file_tables, where)
+            here_left += bad
+            if body != t.rows:
+                old = {tuple(r) for r in t.rows}
+                here_changes = [f"{t.name()}: now '{' | '.join(r)[:90]}'" for r in body if tuple(r) not in old]
+                here_changes += [f"{t.name()}: gone '{' | '.join(r)[:90]}'" for r in t.rows if r not in body]
+                start = t.line + 1  # 0-based index of the first body line (header at t.line - 1, rule after it)
+                indent = lines[t.line - 1][: len(lines[t.line - 1]) - len(lines[t.line - 1].lstrip())]
+                lines[start:start + len(t.rows)] = [indent + "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |\n"
+                                                    for r in body]
+        left[:0] = here_left
+        changes[:0] = here_changes
+    return "".join(lines), changes, left
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("readme", nargs="?", default=str(ROOT / "README.md"))
+    p.add_argument("--refresh", action="store_true", help="list the rows the results files changed (see --write)")
+    p.add_argument("--write", action="store_true", help="with --refresh: rewrite the README with them")
     args = p.parse_args()
+    if not Path(args.readme).is_file():
+        sys.exit(print(f"check_readme.py: {args.readme}: no such file", file=sys.stderr) or 2)
     text = Path(args.readme).read_text()
+    if args.refresh:
+        refresh_main(args, text)
+        return
     errors = check(text)
     marked = [t for t in tables(text) if t.marker]
     for e in errors:
@@ -339,6 +448,19 @@ def main() -> None:
     print(f"{checked} tables checked against results files, {len(marked) - checked} marked none: "
           f"{'OK' if not errors else f'{len(errors)} mismatches'}", file=sys.stderr)
     sys.exit(1 if errors else 0)
+
+
+def refresh_main(args, text: str) -> None:
+    """``--refresh [--write]``."""
+    new, changes, left = refresh(text, ROOT)
+    if args.write and new != text:
+        atomic_write(Path(args.readme), lambda tmp: Path(tmp).write_text(new))
+    for line in changes + left:
+        print(line)
+    n_tables = len({c.split(": ", 1)[0] for c in changes})
+    print(f"{len(changes)} row changes in {n_tables} tables {'written' if args.write else 'to write'}, "
+          f"{len(left)} left for a hand edit", file=sys.stderr)
+    sys.exit(1 if left else 0)
 
 
 if __name__ == "__main__":

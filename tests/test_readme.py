@@ -94,16 +94,6 @@ def test_the_check_on_a_small_readme(tmp_path):
     assert any("gone.json does not exist" in e for e in missing)
 
 
-def _refresh_readme():
-    spec = importlib.util.spec_from_file_location("refresh_readme", ROOT / "benchmarks" / "refresh_readme.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-refresh_readme = _refresh_readme()
-
 NEW_RESULTS = ("| set | policy | eps | nfe | acc |\n|---|---|---|---|---|\n| a | seq | 0 | 48 | 96.4 |\n"
                "| a | mi | 0 | 5.1 | 90 |\n| a | mi | 0.1 | 4.2 | 71 |\n| b | seq | 0 | 56.6 | 42.9 |\n")
 
@@ -118,7 +108,7 @@ def test_refresh_rewrites_tables_from_their_files_and_leaves_the_rest(tmp_path):
            "<!-- results: r.md subset -->\n| set | policy | acc |\n|---|---|---|\n| b | seq | 36.5 |\n| a | mi | 88 |\n\n"
            "<!-- results: r.md subset key=set,policy,eps -->\n| set | policy | eps | acc |\n|---|---|---|---|\n| a | mi | 0.1 | 70 |\n\n"
            "<!-- results: j.json numbers scale=100 -->\n| acc |\n|---|\n| 94.8 % |\n")
-    new, changes, left = refresh_readme.refresh(old, tmp_path)
+    new, changes, left = check_readme.refresh(old, tmp_path)
     assert new.startswith("Sequential solves 94.8 %.")  # prose is a hand edit
     assert "| a | seq | 0 | **48** | 96.4 |\n| a | mi | 0 | 5.1 | 90 |\n| a | mi | 0.1 | 4.2 | 71 |\n" in new  # 48 kept bold
     assert "| b | seq | 42.9 |\n| a | mi | 88 |\n" in new  # by names; 'a | mi' is two file rows: left
@@ -128,26 +118,26 @@ def test_refresh_rewrites_tables_from_their_files_and_leaves_the_rest(tmp_path):
     assert len(left) == 2
     assert "'a | mi | 88' matches 2 rows" in left[0] and "1 mismatches in a table rewritten by hand (numbers)" in left[1]
     assert len(check_readme.check(new, tmp_path)) == 2  # what is left, and nothing else
-    again, changes, _ = refresh_readme.refresh(new, tmp_path)
+    again, changes, _ = check_readme.refresh(new, tmp_path)
     assert again == new and changes == []  # a second run changes nothing
 
 
 def test_refresh_never_writes_one_row_under_another_rows_names(tmp_path):
-    # Bugs caught (each once in refresh_readme.py): a cell kept because the file's value rounds to it
+    # Bugs caught (each once in --refresh): a cell kept because the file's value rounds to it
     # (an eps 0 kept over the file's 0.0001, so eps 0.0001's figures showed under eps 0; a 100 kept
     # over 99.6); numeric key columns compared at the README's precision; indentation dropped.
     (tmp_path / "r.md").write_text("| set | eps | acc |\n|---|---|---|\n| a | 0 | 99.6 |\n| a | 0.0001 | 71 |\n")
     rows_table = "<!-- results: r.md -->\n  | set | eps | acc |\n  |---|---|---|\n  | a | 0 | 100 |\n"
-    new, changes, left = refresh_readme.refresh(rows_table, tmp_path)
+    new, changes, left = check_readme.refresh(rows_table, tmp_path)
     assert new.endswith("  | a | 0 | 99.6 |\n  | a | 0.0001 | 71 |\n") and left == []
     keyed = "<!-- results: r.md subset key=set,eps -->\n| set | eps | acc |\n|---|---|---|\n| a | 0 | 100 |\n"
-    new, _, left = refresh_readme.refresh(keyed, tmp_path)
+    new, _, left = check_readme.refresh(keyed, tmp_path)
     assert new.endswith("| a | 0 | 99.6 |\n") and left == []
     by_names = keyed.replace(" key=set,eps", "")
-    new, _, left = refresh_readme.refresh(by_names, tmp_path)  # 'a' names two rows: nothing guessed
+    new, _, left = check_readme.refresh(by_names, tmp_path)  # 'a' names two rows: nothing guessed
     assert new == by_names and "matches 2 rows" in left[0]
     bad = keyed.replace("key=set,eps", "table=3")
-    new, _, left = refresh_readme.refresh(bad, tmp_path)  # a table the file does not have: one line, no traceback
+    new, _, left = check_readme.refresh(bad, tmp_path)  # a table the file does not have: one line, no traceback
     assert new == bad and left == [next(iter(left))] and "no table in r.md" in left[0]
 
 
@@ -156,7 +146,7 @@ def test_refresh_command_writes_only_when_asked(tmp_path):
 
     (tmp_path / "README.md").write_text("<!-- results: benchmarks/results/sudoku_policies.md -->\n"
                                         "| set | policy | mean_nfe | accuracy % | seconds |\n|---|---|---|---|---|\n| x | y | 1 | 2 | 3 |\n")
-    script = [sys.executable, str(ROOT / "benchmarks" / "refresh_readme.py"), str(tmp_path / "README.md")]
+    script = [sys.executable, str(ROOT / "benchmarks" / "check_readme.py"), str(tmp_path / "README.md"), "--refresh"]
     before = (tmp_path / "README.md").read_text()
     r = subprocess.run(script, capture_output=True, text=True)
     assert r.returncode == 0 and "in 1 tables to write" in r.stderr and "now 'test-kaggle | sequential" in r.stdout
@@ -167,5 +157,5 @@ def test_refresh_command_writes_only_when_asked(tmp_path):
     (tmp_path / "README.md").write_text(before.replace("sudoku_policies.md", "gone.md"))
     r = subprocess.run(script, capture_output=True, text=True)  # something left for a hand edit
     assert r.returncode == 1 and "gone.md does not exist" in r.stdout
-    r = subprocess.run([*script[:2], str(tmp_path / "gone.md")], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.strip() == f"refresh_readme.py: {tmp_path / 'gone.md'}: no such file"
+    r = subprocess.run([*script[:2], str(tmp_path / "gone.md"), "--refresh"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == f"check_readme.py: {tmp_path / 'gone.md'}: no such file"
