@@ -19,7 +19,7 @@
 # the script at its folder and at a results folder of its own, both or neither (steps 3-8 write the MI
 # head and the order policy into MODEL, every table under RESULTS, the stamps into RESULTS/stamps;
 # commit both between sessions to resume there):
-#   MODEL=benchmarks/results/sudoku_next/model RESULTS=benchmarks/results/sudoku_next benchmarks/reproduce_sudoku.sh 3
+#   MODEL=benchmarks/results/NAME/model RESULTS=benchmarks/results/NAME benchmarks/reproduce_sudoku.sh 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refuse() { echo "reproduce_sudoku.sh: $*" >&2; exit 2; }
@@ -62,7 +62,6 @@ data() {
   [ -f data/sudoku/test-hard.csv ] || run unmask sudoku generate --standard --workers 2
   [ -f data/sudoku/train-2k.csv ] || run unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
   [ -f data/sudoku/val-kaggle-200.csv ] || run unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
-  [ -f data/sudoku/train-hard.csv ] || run unmask sudoku generate --kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv
 }
 
 # 2. The MDM: 6 layers from scratch (94 min), then 12 layers stacked from them on a mix of solution grids
@@ -79,11 +78,16 @@ mdm() {
              --eval-every 500 --ckpt-every 250)
   resumable runs/sudoku unmask sudoku train "${six[@]}"
   run python benchmarks/learning_curve.py runs/sudoku --out benchmarks/results/sudoku_candidate/6layer/learning_curve
+  [ -f data/sudoku/train-hard.csv ] || run unmask sudoku generate --kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv
   local twelve=(--data data/sudoku/train.csv --puzzles data/sudoku/train-hard.csv --puzzles data/sudoku/train.csv
-                --puzzle-prob 0.5 --init runs/sudoku/model --n-layers 12 --lr 5e-4 --warmup 100
+                --puzzle-prob 0.5 --init runs/sudoku/model --lr 5e-4 --warmup 100
                 --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100 --eval-every 500
                 --steps 2500 --out runs/sudoku-stack12)
-  resumable runs/sudoku-stack12 unmask sudoku train "${twelve[@]}"  # (a resume accepts the same --init)
+  if [ -f runs/sudoku-stack12/checkpoint.pt ]; then  # a resume keeps its shape (and accepts the same --init)
+    run unmask sudoku train "${twelve[@]}" --resume
+  else
+    run unmask sudoku train "${twelve[@]}" --n-layers 12
+  fi
   run mkdir -p "$MODEL"
   run cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors "$MODEL"/
   run python benchmarks/learning_curve.py runs/sudoku-stack12 --out benchmarks/results/sudoku_learning_curve

@@ -321,6 +321,22 @@ def test_reproduce_sudoku_runs_only_the_steps_asked_for(tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "TO must be a step number 5-9" in r.stderr
 
 
+def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tmp_path):
+    # Bugs caught: the 12-layer run not started from the 6-layer one, its shape flag passed on a resume
+    # (refused by `unmask sudoku train`), the hard puzzles it trains on not made, the export not the 12-layer run's.
+    r = reproduce("1", "2", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ")]
+    six = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku " in c + " "]
+    twelve = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku-stack12" in c]
+    assert len(six) == 1 and len(twelve) == 1 and lines.index(six[0]) < lines.index(twelve[0])
+    assert "--init runs/sudoku/model" in twelve[0] and "--puzzles data/sudoku/train-hard.csv" in twelve[0]
+    assert ("--n-layers 12" in twelve[0]) != ("--resume" in twelve[0])  # the shape on a fresh start only
+    if not (ROOT / "data" / "sudoku" / "train-hard.csv").exists():
+        assert any("--kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv" in c for c in lines)
+    assert "cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors unmask/models/sudoku/" in r.stdout
+
+
 def candidate(tmp_path: Path) -> tuple[str, str]:
     """A candidate's model folder (weights of its own, so a hash of its own) and results folder."""
     model = tmp_path / "cand" / "model"
