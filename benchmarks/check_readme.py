@@ -337,18 +337,14 @@ def check(text: str, root: Path = ROOT) -> list[str]:
     return errors
 
 
-def _text(cell: str) -> str:
-    return plain(cell)
-
-
 def _cells(readme_row: list[str] | None, file_row: list[str]) -> list[str]:
     """The file's cells, except where the README's cell has the same text (its emphasis kept)."""
     readme_row = readme_row or []
-    return [readme_row[k] if k < len(readme_row) and _text(readme_row[k]) == _text(b) else b for k, b in enumerate(file_row)]
+    return [readme_row[k] if k < len(readme_row) and plain(readme_row[k]) == plain(b) else b for k, b in enumerate(file_row)]
 
 
 def _names(row: list[str], columns: list[int]) -> tuple[str, ...]:
-    return tuple(_text(row[i]) if i < len(row) else "" for i in columns)
+    return tuple(plain(row[i]) if i < len(row) else "" for i in columns)
 
 
 def refreshed_rows(t, spec, file_tables: list, where: str) -> tuple[list[list[str]], list[str]]:
@@ -374,10 +370,10 @@ def refreshed_rows(t, spec, file_tables: list, where: str) -> tuple[list[list[st
     shown = lambda fr: [fr[i] if i < len(fr) else "" for i in idx]  # noqa: E731  a file row on the columns shown
     body, left = [], []
     for r in t.rows:
-        if any([_text(c) for c in r] == [_text(c) for c in shown(fr)] for fr in f.rows):
+        if any([plain(c) for c in r] == [plain(c) for c in shown(fr)] for fr in f.rows):
             body.append(r)  # already the file's
             continue
-        keys = [c for c, (a, h) in enumerate(zip(r, want)) if (h in named if named else as_number(a) is None and _text(a))]
+        keys = [c for c, (a, h) in enumerate(zip(r, want)) if (h in named if named else as_number(a) is None and plain(a))]
         match = [fr for fr in f.rows if _names(r, keys) == _names(shown(fr), keys)]
         if len(match) == 1:
             body.append(_cells(r, shown(match[0])))
