@@ -388,40 +388,40 @@ def refresh(text: str, root: Path = ROOT) -> tuple[str, list[str], list[str]]:
     """``text`` with every ``rows``/``subset`` table rewritten from its file; a line for each row
     changed; a line for each table or row left for a hand edit (both in the README's order)."""
     lines = text.splitlines(keepends=True)
-    changes, left = [], []
+    found = []  # (changes, left) of each marked table, from the last
     for t in reversed(tables(text)):  # from the end, so earlier line numbers stay valid
+        changes, left = [], []
+        found.append((changes, left))
         if t.marker is None:
             continue
-        here_left, here_changes = [], []
         try:
             spec = parse_marker(t.marker)
         except ValueError as e:
-            spec, here_left = None, [f"{t.name()}: {e}"]
-        if spec is None or spec.none:
-            left[:0] = here_left
+            left.append(f"{t.name()}: {e}")
+            continue
+        if spec.none:
             continue
         where = " + ".join(spec.paths)
         missing = [p for p in spec.paths if not (root / p).is_file()]
         if missing:
-            here_left.append(f"{t.name()}: results file {', '.join(missing)} does not exist")
+            left.append(f"{t.name()}: results file {', '.join(missing)} does not exist")
         elif spec.mode != "rows" or not all(p.endswith(".md") for p in spec.paths):
             if errors := check_table(t, root):
-                here_left.append(f"{t.name()}: {len(errors)} mismatches in a table rewritten by hand ({spec.mode}); edit it")
+                left.append(f"{t.name()}: {len(errors)} mismatches in a table rewritten by hand ({spec.mode}); edit it")
         else:
             file_tables = [ft for p in spec.paths for ft in tables((root / p).read_text())]
             body, bad = refreshed_rows(t, spec, file_tables, where)
-            here_left += bad
+            left += bad
             if body != t.rows:
                 old = {tuple(r) for r in t.rows}
-                here_changes = [f"{t.name()}: now '{' | '.join(r)[:90]}'" for r in body if tuple(r) not in old]
-                here_changes += [f"{t.name()}: gone '{' | '.join(r)[:90]}'" for r in t.rows if r not in body]
+                changes += [f"{t.name()}: now '{' | '.join(r)[:90]}'" for r in body if tuple(r) not in old]
+                changes += [f"{t.name()}: gone '{' | '.join(r)[:90]}'" for r in t.rows if r not in body]
                 start = t.line + 1  # 0-based index of the first body line (header at t.line - 1, rule after it)
                 indent = lines[t.line - 1][: len(lines[t.line - 1]) - len(lines[t.line - 1].lstrip())]
                 lines[start:start + len(t.rows)] = [indent + "| " + " | ".join(c.replace("|", "\\|") for c in r) + " |\n"
                                                     for r in body]
-        left[:0] = here_left
-        changes[:0] = here_changes
-    return "".join(lines), changes, left
+    found.reverse()
+    return "".join(lines), [c for ch, _ in found for c in ch], [x for _, lf in found for x in lf]
 
 
 def main() -> None:

@@ -83,11 +83,9 @@ mdm() {
                 --puzzle-prob 0.5 --init runs/sudoku/model --lr 5e-4 --warmup 100
                 --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n 100 --eval-every 500
                 --steps 2500 --out runs/sudoku-stack12)
-  if [ -f runs/sudoku-stack12/checkpoint.pt ]; then  # a resume keeps its shape (and accepts the same --init)
-    run unmask sudoku train "${twelve[@]}" --resume
-  else
-    run unmask sudoku train "${twelve[@]}" --n-layers 12
-  fi
+  local shape=(--n-layers 12)  # a fresh start only: a resume keeps its checkpoint's shape (and accepts the same --init)
+  [ ! -f runs/sudoku-stack12/checkpoint.pt ] || shape=()
+  resumable runs/sudoku-stack12 unmask sudoku train "${twelve[@]}" "${shape[@]}"
   run mkdir -p "$MODEL"
   run cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors "$MODEL"/
   run python benchmarks/learning_curve.py runs/sudoku-stack12 --out benchmarks/results/sudoku_learning_curve
