@@ -42,7 +42,7 @@ from unmask.decode.scores import entropy
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead
-from unmask.mi.fit import HeadTrainConfig, both_rows, consistency, evaluate_head, fit_pairs, median_time, pair_mask, split, targets
+from unmask.mi.fit import TARGETS, HeadTrainConfig, both_rows, consistency, evaluate_head, fit_pairs, median_time, pair_mask, split, targets
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.runs import file_digest
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data", nargs="+", required=True, help="exact-MI data directories (unmask mi data)")
     p.add_argument("--steps", type=int, default=TRAIN.steps, help="optimizer steps per head")
     p.add_argument("--layers", type=int, nargs="+", default=[1, 3], help="earlier blocks whose outputs the third head also reads")
+    p.add_argument("--target", choices=list(TARGETS), default=TRAIN.target,
+                   help="fit and score on the paper's I (raw) or on the MI of each row's probe joint (joint)")
     p.add_argument("--seed", type=int, default=TRAIN.seed)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
     p.add_argument("--tables-only", action="store_true", help="rewrite OUT.md from OUT.json (nothing measured)")
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     if any(not 0 <= k < len(model.blocks) for k in args.layers):
         p.error(f"--layers: the model has blocks 0-{len(model.blocks) - 1}")
     data = load_mi_datasets(args.data, model_sha256=file_digest(Path(args.model) / WEIGHTS_FILE))
-    target, pairs, both = targets(data), pair_mask(data, model.mask_id), both_rows(data, model.mask_id)
+    target, pairs, both = targets(data, args.target), pair_mask(data, model.mask_id), both_rows(data, model.mask_id)
     train, val = split(data, TRAIN.val_fraction)  # the states unmask mi train holds out
     deep, values = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers))), (S, L, V + 1)
     d = model.cfg.d_model
@@ -147,9 +149,9 @@ def main(argv: list[str] | None = None) -> None:
                      **{k: m.get(k) for k in COLUMNS[3:-2] if not k.startswith("train_")}, "train_spearman_matters": seen["spearman_matters"],
                      "train_spearman": seen["spearman"], "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
         print(json.dumps(rows[-1]), flush=True)
-    reference = consistency({k: v[val] for k, v in data.items()}, model.mask_id)
+    reference = consistency({k: v[val] for k, v in data.items()}, model.mask_id, TARGETS[args.target])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps,
+    result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target,
               "train_states": len(train), "val_states": len(val), "denoiser_ms": round(1000 * denoiser_s, 2),
               "rows": rows, "reference": reference, "minutes": round((time.time() - start) / 60, 1)}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")

@@ -61,12 +61,32 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
                    "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
     families = {r["family"] for r in result["rows"]}
-    assert families == set(frontier.FAMILIES) | {"exact MI λ=2"}
+    assert families == set(frontier.FAMILIES) | set(frontier.ORACLE)
     assert all(r["n"] == (2 if "(first" in r["set"] else 4) for r in result["rows"])
     assert all(0 <= r["accuracy %"] <= 100 and r["mean_nfe"] >= 1 for r in result["rows"])
-    assert any("extra_passes" in r for r in result["rows"] if r["family"] == "exact MI λ=2")
+    for family in ("exact MI λ=2", "exact joint MI λ=2"):
+        assert any("extra_passes" in r for r in result["rows"] if r["family"] == family)
+    assert {r["policy"] for r in result["rows"] if r["family"] == "exact joint MI λ=2"} == {
+        f"mi_exact:gamma={g},lam=2.0,eps=0.001,joint=True" for g in frontier.EXACT_GAMMAS}
     assert (tmp_path / "out" / "sudoku_frontier.md").is_file() and (tmp_path / "out" / "sudoku_frontier.png").is_file()
     assert not (tmp_path / "out" / "sudoku_frontier.partial.jsonl").exists()  # removed once the results are written
+
+    # --oracle-only measures the first-N rows again and keeps every other row as it was.
+    old = result["rows"]
+    other = [r for r in old if "(first" not in r["set"]]
+    for r in other:
+        r["accuracy %"] = -1  # a mark: a kept row is not measured again
+    (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps({**result, "rows": old}))
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", "--oracle-only",
+                   "--out", str(tmp_path / "out")])
+    again = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    assert [r for r in again["rows"] if "(first" not in r["set"]] == other
+    assert {r["family"] for r in again["rows"] if "(first" in r["set"]} == set(frontier.ORACLE)
+    assert all(r["accuracy %"] >= 0 for r in again["rows"] if "(first" in r["set"])
+    assert again["kept_rows_from"]["model"] == result["model"]
+    with pytest.raises(SystemExit):  # rows of another number of puzzles are not mixed in
+        frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "5", "--exact-n", "2", "--oracle-only",
+                       "--out", str(tmp_path / "out")])
 
 
 def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):
@@ -442,16 +462,23 @@ def test_exact_mi_scaling_script_keeps_each_error_within_its_bound(tmp_path, sud
     model_dir, puzzles = sudoku_files
     data = standard_sets_of(puzzles, tmp_path / "sudoku")
     scaling.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "2", "--eps", "0.01", "0.1",
-                  "--skip", "0.5", "--out", str(tmp_path / "out")])
+                  "--skip", "0.5", "--skip-eps", "0.01", "0.1", "--out", str(tmp_path / "out")])
     rows = json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"]
-    assert len(rows) == 2 * 2 * 4  # sets × kinds × (ε = 0, two ε, one row skip)
+    assert len(rows) == 2 * 2 * 5  # sets × kinds × (ε = 0, two ε, one row skip at two ε)
+    by = {(r["set"], r["states_from"], r["eps"], r["skip_rows_below"]): r for r in rows}
     for r in rows:
         assert 1 <= r["mean_passes"] <= r["full_passes"]
         if r["eps"] == 0:
-            assert r["saving_x"] == 1 and r["max_error"] == 0
+            assert r["saving_x"] == 1 and r["max_error"] == 0 and r["max_error_joint"] == 0
             assert 0 <= r["negative_share"] <= 1 and -1 <= r["exact_ij_vs_ji_spearman"] <= 1
+            assert r["above_min_entropy_share_matters"] is None or 0 <= r["above_min_entropy_share_matters"] <= 1
+            assert -1 <= r["exact_ij_vs_ji_spearman_joint"] <= 1
         elif r["skip_rows_below"] == 0:  # ε-truncation alone: the stored bound covers the real error
             assert r["max_error"] <= r["max_bound"] + 1e-9
+        else:  # a skipped row's probe-joint MI is at most H(X_i) < the skip level; the other rows err as without skipping
+            alone = by[(r["set"], r["states_from"], r["eps"], 0.0)]
+            assert r["max_error_joint"] <= max(r["skip_rows_below"], alone["max_error_joint"]) + 1e-9
+            assert r["mean_passes"] <= alone["mean_passes"]
     eps_rows = [r for r in rows if r["eps"] > 0 and r["skip_rows_below"] == 0]
     assert any(r["saving_x"] > 1 for r in eps_rows)  # truncation skips some probes even on a random model
     with pytest.raises(SystemExit):  # ε = 0 would look like the reference rows

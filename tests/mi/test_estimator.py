@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data, shard_path
+from unmask.mi.data import MIDataConfig, build_mi_data, build_shard, load_mi_data, shard_path
 from unmask.mi.estimator import HeadConfig, MIHead, load_head, save_head
 from unmask.mi.fit import MATTERS, HeadTrainConfig, consistency, evaluate_head, fit_head, pair_mask
 from unmask.mi.maps import structure_score
@@ -468,3 +468,39 @@ def test_fit_reports_the_both_rows_fit_over_the_held_out_pairs_with_both_rows(mo
     want[0, 1] = want[1, 0] = True
     assert len(seen["both"]) == len(seen["pairs"]) == 3  # the held-out states (the last 10 %)
     assert torch.equal(seen["both"], want.expand(3, 4, 4)) and not torch.equal(seen["pairs"], seen["both"])
+
+
+def test_targets_read_the_chosen_exact_mi(make_model):
+    # Bugs caught: --target joint still fitting the paper's I (the "mi" array), the joint targets not
+    # symmetrised, or MI data built before the joint was stored failing with a KeyError traceback.
+    from unmask.mi.exact import symmetrise
+    from unmask.mi.fit import targets
+
+    cfg = MIDataConfig(states=4, shard_size=4, rows=3, eps=0.0, policy="topk:k=2", seed=1)
+    data = {k: v for k, v in build_shard(make_model(), prompts(), cfg, 0).items()}
+    data = {k: torch.from_numpy(v) for k, v in data.items()}
+    assert not torch.equal(data["joint"], data["mi"])  # a random network: the two differ
+    assert (data["joint"] >= 0).all() and (data["joint"] <= data["entropy"][:, :, None] + 1e-5).all()
+    assert torch.equal(targets(data, "joint"), symmetrise(data["joint"].float(), data["rows"]))
+    assert torch.equal(targets(data), symmetrise(data["mi"].float(), data["rows"]))
+    del data["joint"]
+    with pytest.raises(UnmaskError, match="no 'joint' targets"):
+        targets(data, "joint")
+    with pytest.raises(UnmaskError, match="target must be one of raw, joint"):
+        HeadTrainConfig(target="both")
+
+
+def test_fit_head_fits_and_records_its_target(make_model):
+    # Bug caught: fit_head ignoring cfg.target (its metrics then score the head on the paper's I).
+    import numpy as np
+
+    from unmask.mi.fit import targets
+
+    cfg = MIDataConfig(states=8, shard_size=8, rows=4, eps=0.0, policy="topk:k=2", seed=2)
+    data = {k: torch.from_numpy(np.asarray(v)) for k, v in build_shard(make_model(), prompts(), cfg, 0).items()}
+    head, metrics = fit_head(make_model(), data, HeadTrainConfig(steps=2, batch_size=4, d_hidden=4, rank=2, target="joint"), progress=False)
+    assert metrics["target"] == "joint"
+    from unmask.mi.fit import hidden_states, split
+    _, va = split(data, 0.1)
+    want = evaluate_head(head, hidden_states(make_model(), data["tokens"])[va], targets(data, "joint")[va], pair_mask(data, make_model().mask_id)[va])
+    assert metrics["mse"] == pytest.approx(want["mse"])

@@ -180,3 +180,68 @@ def test_asymmetry_on_hand_made_matrices():
     assert asym([[7.0, 1.0, 5.0], [2.0, 9.0, 0.0], [0.0, 0.0, 0.0]], [True, True, False]) == pytest.approx(1 / 3)
     assert asym([[0.0, 1e-6], [0.0, 0.0]], [True, True]) == 0.0  # scale 1e-6 is below the cut-off
     assert asym([[0.0, 0.0], [0.0, 0.0]], [True, True]) == 0.0
+
+
+def test_joint_equals_raw_on_a_consistent_joint(make_joint):
+    # Bug caught: the probe joint's X_j marginal taken from the base pass (J = raw always) or left
+    # unnormalised: on one consistent joint the probes' mixture is the base marginal, so J = raw = I.
+    oracle = make_joint(seq_len=4, vocab=3, seed=2, alpha=0.3)
+    tokens = torch.full((2, 4), oracle.mask_id)
+    tokens[1, 2] = 0
+    res = exact_mi(oracle, tokens)
+    assert torch.allclose(res.joint, res.raw.clamp_min(0), atol=1e-10)
+    assert res.joint[0, 0, 1] > 1e-3  # not trivially zero
+
+
+def test_joint_is_a_true_mi_on_an_inconsistent_model(make_model):
+    # Bugs caught: J computed as raw (negative entries, entries above H(X_i)), or the probe's own
+    # position left as the model's prediction there instead of the value fixed (J_ii ≠ H_i).
+    model = make_model(seq_len=8, vocab=4)
+    tokens = torch.full((4, 8), model.mask_id)
+    tokens[:, :2] = 1
+    res = exact_mi(model, tokens)
+    masked = tokens == model.mask_id
+    off = masked[:, :, None] & masked[:, None, :] & ~torch.eye(8, dtype=torch.bool)
+    assert (res.raw[off] < 0).any()  # this model is far from one joint ...
+    assert (res.joint >= 0).all()  # ... but J is a real MI
+    assert (res.joint <= res.entropy[:, :, None] + 1e-9).all()  # J(X_i; X_j) ≤ H(X_i)
+    diag = res.joint.diagonal(dim1=1, dim2=2)  # J(X_i; X_i) = H(X_i)
+    assert torch.allclose(diag[masked], res.entropy[masked], atol=1e-9)
+    assert (res.joint[~off & ~torch.eye(8, dtype=torch.bool)] == 0).all()  # given rows and columns
+
+
+def test_joint_truncation_error_within_its_bound(make_model):
+    # Bug caught: the truncated probe joint not renormalised over the kept values (its "marginal"
+    # then sums to less than 1 and J drifts by far more than h(m) + m·log V).
+    model = make_model(seq_len=6, vocab=5)
+    tokens = torch.full((3, 6), model.mask_id)
+    full = exact_mi(model, tokens)
+    for eps in (0.05, 0.15, 0.3):
+        cut = exact_mi(model, tokens, eps=eps)
+        m = (cut.bound / math.log(5)).clamp(1e-300, 1 - 1e-12)  # (B, L) skipped mass of each row
+        h = -(m * m.log() + (1 - m) * (1 - m).log())
+        err = (cut.joint - full.joint).abs().amax(-1)  # (B, L)
+        assert (err <= h + m * math.log(5) + 1e-9).all()
+    assert (exact_mi(model, tokens, eps=0.3).bound > 0).any()  # some mass really was cut
+
+
+def test_truncated_joint_is_the_kept_values_joint(make_joint):
+    # Bug caught: the probe mixture not renormalised by the kept mass (within the loose bound above):
+    # on a consistent joint, truncated J must be exactly the MI of the pair table restricted to the
+    # kept values of X_i (P(X_i = v) ≥ ε, and always the most likely v), renormalised.
+    oracle = make_joint(seq_len=3, vocab=3, seed=3, alpha=0.3)
+    joint, eps = oracle.joint, 0.1
+    res = exact_mi(oracle, torch.full((1, 3), oracle.mask_id), eps=eps)
+    cut = 0
+    for i, j in itertools.permutations(range(3), 2):
+        pair = joint.sum(dim=tuple(k for k in range(3) if k not in (i, j)))
+        pair = pair if i < j else pair.T  # (X_i, X_j)
+        pi = pair.sum(1)
+        kept = [v for v in range(3) if pi[v] >= eps or v == int(pi.argmax())]
+        cut += len(kept) < 3
+        sub = pair[kept] / pair[kept].sum()
+        a, b = sub.sum(1, keepdim=True), sub.sum(0, keepdim=True)
+        nz = sub > 0
+        want = float((sub[nz] * (sub[nz] / (a * b).expand_as(sub)[nz]).log()).sum())
+        assert float(res.joint[0, i, j]) == pytest.approx(want, abs=1e-10), (i, j)
+    assert cut > 0

@@ -78,6 +78,7 @@ def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> d
         "prompt": idx.numpy().astype(np.int64),
         "rows": res.rows.numpy(),
         "mi": res.raw.numpy().astype(np.float32),
+        "joint": res.joint.numpy().astype(np.float32),  # the MI of each row's probe joint (exact_mi's ``joint``)
         "entropy": res.entropy.numpy().astype(np.float32),
         "bound": res.bound.numpy().astype(np.float32),
         "passes": res.passes.numpy().astype(np.int32),

@@ -14,6 +14,17 @@ entry in row i is at most m_i · log V (returned as ``bound``).
 A model's conditionals are not one consistent joint, so I[i, j] ≠ I[j, i] in general and entries
 can be negative (38 % of entries on Sudoku states, down to −1.89 nats: benchmarks/results/
 sudoku_mi_stats.md). ``raw`` keeps them as computed; ``symmetric`` averages the pair.
+
+The same probes also define one real joint per row: P(X_i = v | C) · P(X_j | X_i = v, C), the pair
+as the model samples it when it reveals i first, then j. ``joint`` is its MI,
+
+    J(X_i; X_j | C) = H(Σ_v P(X_i = v | C) P(X_j | X_i = v, C)) − Σ_v P(X_i = v | C) · H(X_j | X_i = v, C),
+
+the formula above with H(X_j | C) from the probes' own mixture instead of the base pass. It costs no
+extra pass, equals ``raw`` when the conditionals are consistent, and is a true MI whatever the model:
+0 ≤ J ≤ H(X_i | C), so a row of a position with H(X_i | C) < δ may be skipped at an error below δ.
+With ε-truncation the kept values' joint is used (the truncated joint conditioned on X_i being kept);
+its error is at most h(m) + m·log V for a skipped mass m (h the binary entropy).
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ class ExactMI:
     entropy: torch.Tensor  # (B, L) float64 H(X_j | C), 0 at unmasked positions
     bound: torch.Tensor  # (B, L) float64 error bound of each computed row (0 with ε = 0)
     passes: torch.Tensor  # (B,) forward passes spent on each state, the base pass included
+    joint: torch.Tensor | None = None  # (B, L, L) float64 MI of each row's probe joint (see the module doc), laid out as raw
 
     @property
     def symmetric(self) -> torch.Tensor:
@@ -91,21 +103,26 @@ def exact_mi(
     bi, ii, vi = probe.nonzero(as_tuple=True)  # (K,) each: state, row, value of every probe
     probe_tokens = tokens[bi].clone()
     probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
-    h_cond = torch.cat(
-        [_cond_entropy(denoiser, probe_tokens[k : k + batch_size]) for k in range(0, len(bi), batch_size)]
-    ) if len(bi) else torch.zeros(0, n, dtype=torch.float64, device=dev)  # (K, L)
-    h_cond = h_cond * masked[bi]  # given positions have no uncertainty
-    h_cond[torch.arange(len(bi), device=dev), ii] = 0.0  # X_i itself is now known
+    p_cond = torch.cat(
+        [_log_probs(denoiser, probe_tokens[k : k + batch_size]).exp() for k in range(0, len(bi), batch_size)]
+    ) if len(bi) else torch.zeros(0, n, v, dtype=torch.float64, device=dev)  # (K, L, V) P(X_j | X_i = v, C)
+    k_idx = torch.arange(len(bi), device=dev)
+    p_cond[k_idx, ii] = torch.nn.functional.one_hot(vi, v).to(p_cond.dtype)  # X_i itself is now known
+    h_cond = entropy(p_cond) * masked[bi]  # (K, L) given positions have no uncertainty
 
     w = p[bi, ii, vi]  # (K,) P(X_i = v | C)
     expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w[:, None] * h_cond, accumulate=True)
     kept = torch.zeros(b, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w, accumulate=True)  # (B, L)
     # Fill in the skipped mass with the kept values' average conditional entropy.
     expected = expected / kept.clamp_min(1e-300)[:, :, None]
-    raw = (h[:, None, :] - expected) * rows[:, :, None] * masked[:, None, :]
+    on_pairs = rows[:, :, None] * masked[:, None, :]  # (B, L, L) computed rows, masked columns
+    raw = (h[:, None, :] - expected) * on_pairs
+    mixture = torch.zeros(b, n, n, v, dtype=torch.float64, device=dev).index_put_((bi, ii), w[:, None, None] * p_cond, accumulate=True)
+    mixture = mixture / kept.clamp_min(1e-300)[:, :, None, None]  # (B, L, L, V) the probe joint's X_j marginal
+    joint = ((entropy(mixture) - expected) * on_pairs).clamp_min(0)  # a true MI: ≥ 0 up to rounding
     bound = (1 - kept).clamp_min(0) * math.log(v) * rows
     passes = 1 + torch.bincount(bi, minlength=b)
-    return ExactMI(raw, rows, h, bound, passes)
+    return ExactMI(raw, rows, h, bound, passes, joint)
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:
@@ -113,7 +130,3 @@ def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:
     if denoiser.mask_id < logits.shape[-1]:
         logits[..., denoiser.mask_id] = float("-inf")
     return torch.log_softmax(logits, -1)
-
-
-def _cond_entropy(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:
-    return entropy(_log_probs(denoiser, tokens).exp())

@@ -30,11 +30,17 @@ class HeadTrainConfig:
     d_hidden: int = 128  # head MLP width
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
+    target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint
     seed: int = 0  # init and batch order
 
     def __post_init__(self) -> None:
         if self.link not in LINKS:
             raise UnmaskError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
+        if self.target not in TARGETS:
+            raise UnmaskError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
+
+
+TARGETS = {"raw": "mi", "joint": "joint"}  # HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
 
 
 def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
@@ -50,18 +56,22 @@ def both_rows(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
     return pair_mask(data, mask_id) & data["rows"][:, :, None] & data["rows"][:, None, :]
 
 
-def targets(data: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``(S, L, L)`` symmetrised exact MI: the head is symmetric, the model's conditionals are not."""
-    return symmetrise(data["mi"].float(), data["rows"])
+def targets(data: dict[str, torch.Tensor], target: str = "raw") -> torch.Tensor:
+    """``(S, L, L)`` symmetrised exact MI (``target``: a key of :data:`TARGETS`): the head is symmetric,
+    the model's conditionals are not."""
+    key = TARGETS[target]
+    if key not in data:
+        raise UnmaskError(f"this MI data has no {target!r} targets (built before they were stored: rebuild it with `unmask mi data`)")
+    return symmetrise(data[key].float(), data["rows"])
 
 
-def consistency(data: dict[str, torch.Tensor], mask_id: int) -> dict:
+def consistency(data: dict[str, torch.Tensor], mask_id: int, key: str = "mi") -> dict:
     """How well the exact MI agrees with itself: I_ij vs I_ji over pairs with both rows computed.
 
     The model's conditionals are not one joint, so I_ij and I_ji disagree: this measures how noisy
     the targets are (not a ceiling on a symmetric estimate's fit)."""
     both = both_rows(data, mask_id)
-    a, b = data["mi"].double()[both], data["mi"].double().transpose(1, 2)[both]
+    a, b = data[key].double()[both], data[key].double().transpose(1, 2)[both]
     if len(a) < 2:
         return {}
     out = {"exact_ij_vs_ji_pearson": _pearson(a, b), "exact_ij_vs_ji_spearman": _pearson(_ranks(a), _ranks(b))}
@@ -87,7 +97,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     """Fit an :class:`MIHead` by MSE on supervised pairs; returns it with held-out metrics."""
     torch.manual_seed(cfg.seed)
     hidden = hidden_states(denoiser, data["tokens"])  # (S, L, D)
-    target = targets(data)
+    target = targets(data, cfg.target)
     pairs = pair_mask(data, denoiser.mask_id)
     tr, va = split(data, cfg.val_fraction)
     n_val = len(va)
@@ -96,8 +106,8 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     n_tr = len(tr)
     both = both_rows(data, denoiser.mask_id)  # targets from both directions
     metrics = evaluate_head(head, hidden[va], target[va], pairs[va], both=both[va])
-    metrics["train_states"], metrics["val_states"] = n_tr, n_val
-    metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id)
+    metrics["train_states"], metrics["val_states"], metrics["target"] = n_tr, n_val, cfg.target
+    metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id, TARGETS[cfg.target])
     return head, metrics
 
 

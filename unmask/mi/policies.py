@@ -28,7 +28,7 @@ from unmask.decode.registry import register
 from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
-from unmask.mi.exact import exact_mi
+from unmask.mi.exact import exact_mi, symmetrise
 
 
 def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float) -> torch.Tensor:
@@ -116,6 +116,7 @@ class MIExact:
     gamma: float = 0.1  # γ: budget in nats per step
     lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
     eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    joint: bool = False  # charge the MI of each row's probe joint (a true MI, ≥ 0) instead of the paper's I
     denoiser: object = resource("denoiser")  # the model to probe
 
     def __post_init__(self) -> None:
@@ -125,8 +126,8 @@ class MIExact:
         if self.denoiser is None:
             raise UnmaskError("mi_exact needs the denoiser to probe")
         res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
-        # A model's conditionals can give slightly negative MI; a negative charge would refill the budget.
-        mi = res.symmetric.float().clamp_min(0)
+        # A model's conditionals can give negative I; a negative charge would refill the budget.
+        mi = (symmetrise(res.joint, res.rows) if self.joint else res.symmetric).float().clamp_min(0)
         reveal = mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
         return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
 
