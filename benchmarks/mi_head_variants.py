@@ -1,10 +1,12 @@
-"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, five heads.
+"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, six heads.
 
-    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # five heads: ~15 min, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # six heads: ~30 min, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --target joint \
+        --out benchmarks/results/mi_head_variants_joint      # fitted and scored on the probe joint's MI
     python benchmarks/mi_head_variants.py --data - --tables-only     # OUT.md again from OUT.json
 
 The shipped head form (a per-position MLP into a rank-32 symmetric bilinear form, relu link) misses
-the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed at one suspected cause:
+the aim (Spearman ≥ 0.8 on the pairs that matter). Four changes, each aimed at one suspected cause:
 
 - **targets**: the same head trained only on pairs whose target averages both directions (the
   one-direction targets carry the model's asymmetry);
@@ -13,7 +15,10 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Three changes, each aimed a
   or the denoiser's own predicted distribution P(X_i | C) and its entropy beside the final state (two
   cells share information only if both are uncertain, and on Sudoku the pairs that matter are peers
   whose candidates overlap, Σ_v P(X_i = v) P(X_j = v): quantities the final state need not expose
-  linearly).
+  linearly);
+- **form**: the MI of an explicit two-cell joint P_i(a) P_j(b) exp(θ_ij [a = b]) / Z built from the
+  denoiser's own predictions, only the coupling θ_ij learnt (:class:`CouplingHead`): a true MI, so a
+  pair is charged only if both cells are uncertain and never more than their marginals allow.
 
 Each is fitted by MSE as ``unmask mi train`` fits its head (Adam, cosine, its defaults; every head
 initialised and its batches drawn from the same seed; the same held-out states) and scored by
@@ -50,6 +55,51 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL
 COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "train_spearman_matters", "spearman_matters_both_rows", "spearman", "train_spearman", "mse",
            "top10_recall", "head_ms", "relative_cost"]
 TRAIN = HeadTrainConfig()  # the fit of `unmask mi train` (steps and seed come from the command line)
+
+
+def coupled_pair_mi(probs: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """``(B, N, N)`` I(A; B) of the joints p_ij(a, b) = P_i(a) P_j(b) (1 + c [a = b]) / Z, c = e^θ − 1.
+
+    Closed form, O(N²·V): with s = Σ_a P_i(a) P_j(a) and Z = 1 + c·s, the marginals are
+    P_i(a) (1 + c P_j(a)) / Z and P_j(b) (1 + c P_i(b)) / Z, so
+
+        I = log Z + θ (1 + c) s / Z − (A_ij + A_ji) / Z,   A_ij = Σ_a P_i(a) u log u,  u = 1 + c P_j(a).
+
+    ``probs`` ``(B, N, V)`` rows sum to 1; ``theta`` ``(B, N, N)`` symmetric (θ = 0 gives exactly 0).
+    """
+    c = torch.expm1(theta)  # (B, N, N)
+    s = torch.bmm(probs, probs.transpose(1, 2))  # (B, N, N) Σ_a P_i(a) P_j(a)
+    z = (1 + c * s).clamp_min(1e-12)
+    u = 1 + c[..., None] * probs[:, None, :, :]  # (B, N, N, V) 1 + c_ij P_j(a)
+    a = (probs[:, :, None, :] * torch.xlogy(u, u)).sum(-1)  # (B, N, N) A_ij
+    return (torch.log(z) + (theta * (1 + c) * s - a - a.transpose(1, 2)) / z).clamp_min(0)  # (rounding: −1e-7)
+
+
+class CouplingHead(nn.Module):
+    """The MI of an explicit two-cell joint built from the denoiser's own predictions,
+    p_ij(a, b) ∝ P_i(a) P_j(b) exp(θ_ij [a = b]) (θ < 0: the cells avoid one value, as Sudoku peers
+    must; θ > 0: they agree), θ_ij = relu(agree_ij) − relu(avoid_ij) from two symmetric bilinear forms
+    of the hidden states. A true MI, so never above what the two marginals allow (≤ min(H_i, H_j)).
+    Input: the hidden state with P(X_i | C) and its entropy beside it (``features``); θ is read from the
+    hidden state, the joint's marginals from P(X_i | C)."""
+
+    def __init__(self, d_in: int, n_values: int, d_hidden: int = 128, rank: int = 32, bound: float = 8.0) -> None:
+        super().__init__()
+        self.d_in, self.n_values, self.rank, self.bound = d_in, n_values, rank, bound
+        self.mlp = nn.Sequential(nn.LayerNorm(d_in), nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, 2 * rank))
+        self.weight = nn.Parameter(torch.ones(2, rank))
+        self.bias = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden, probs = x[..., : self.d_in], x[..., self.d_in : self.d_in + self.n_values]  # (B, N, D), (B, N, V)
+        b, n, _ = hidden.shape
+        e = self.mlp(hidden).view(b, n, 2, self.rank).transpose(1, 2)  # (B, 2, N, r)
+        s = F.relu(torch.matmul(e * self.weight[:, None, :], e.transpose(2, 3)) / math.sqrt(self.rank) + self.bias[:, None, None])
+        theta = self.bound * torch.tanh((s[:, 0] - s[:, 1]) / self.bound)  # (B, N, N) |θ| < bound
+        return coupled_pair_mi(probs, theta)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
 
 
 class PairMLPHead(nn.Module):
@@ -131,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
         ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
         (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
         ("mi train's, + P(X_i | C) and its entropy", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
+        ("MI of a coupled joint of P(X_i | C), P(X_j | C)", lambda: CouplingHead(d, values.shape[-1] - 1, TRAIN.d_hidden, TRAIN.rank),
+         with_values, pairs),
     ]
     sample = data["tokens"][val[:250]].long()
     with torch.no_grad():

@@ -212,6 +212,24 @@ def test_head_variants_features_leave_the_mask_token_out():
     assert torch.allclose(deep, torch.cat([hidden, caught[0]], -1), atol=1e-5)
 
 
+def test_coupled_pair_mi_is_the_mi_of_its_joint():
+    # Bugs caught in the closed form: a sign, the 1/Z of the A terms, A_ji left out (asymmetric),
+    # c = e^θ instead of e^θ − 1 (θ = 0 not independent).
+    variants = load_script("mi_head_variants")
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(2 * torch.randn(2, 5, 4, generator=g, dtype=torch.float64), -1)
+    theta = 3 * torch.randn(2, 5, 5, generator=g, dtype=torch.float64)
+    theta = (theta + theta.transpose(1, 2)) / 2
+    got = variants.coupled_pair_mi(probs, theta)
+    for b, i, j in [(0, 0, 1), (1, 2, 4), (1, 3, 0), (0, 4, 4)]:
+        pair = probs[b, i][:, None] * probs[b, j][None, :] * torch.exp(theta[b, i, j] * torch.eye(4, dtype=torch.float64))
+        pair = pair / pair.sum()
+        want = (pair * (pair / (pair.sum(1, keepdim=True) * pair.sum(0, keepdim=True))).log()).sum()
+        assert float(got[b, i, j]) == pytest.approx(float(want), abs=1e-12)
+    assert torch.equal(got, got.transpose(1, 2))
+    assert (variants.coupled_pair_mi(probs, torch.zeros_like(theta)) == 0).all()  # θ = 0: independent, charged exactly 0
+
+
 def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sudoku_files, cli):
     # Bugs caught: a variant left out, the first variant not fitted as `unmask mi train` fits (another
     # init, split or schedule), the deeper head reading no extra blocks, the both-directions variant
@@ -229,7 +247,7 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
                    "--out", str(tmp_path / "out" / "v")])
     result = json.loads((tmp_path / "out" / "v.json").read_text())
     rows = {r["head"]: r for r in result["rows"]}
-    assert len(rows) == 5 and result["train_states"] + result["val_states"] == 12
+    assert len(rows) == 6 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
     first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
     assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
@@ -247,8 +265,17 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert rows["mi train's, + blocks 0"]["parameters"] > first["parameters"]  # a wider input
     # the predicted distribution over the values (mask excluded) and its entropy: 9 + 1 more inputs
     assert rows["mi train's, + P(X_i | C) and its entropy"]["parameters"] == first["parameters"] + 10 * (2 + HeadTrainConfig().d_hidden)
+    assert rows["MI of a coupled joint of P(X_i | C), P(X_j | C)"]["parameters"] == (
+        2 * 16 + 16 * 128 + 128 + 128 * 64 + 64 + 2 * 32 + 2)  # LayerNorm, MLP into two rank-32 forms, their weights and biases
     assert -1 <= result["reference"]["exact_ij_vs_ji_spearman"] <= 1
     assert all(r["relative_cost"] > 0 for r in rows.values())
+    # --target joint: every head fitted and scored on the probe joint's MI instead
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--target", "joint",
+                   "--out", str(tmp_path / "out" / "j")])
+    joint = json.loads((tmp_path / "out" / "j.json").read_text())
+    _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, target="joint"), progress=False)
+    assert joint["target"] == "joint" and joint["rows"][0]["mse"] == pytest.approx(metrics["mse"], rel=1e-4)
+    assert joint["rows"][0]["mse"] != first["mse"]
     with pytest.raises(SystemExit):
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])
     md = (tmp_path / "out" / "v.md").read_text()
