@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from unmask.decode.scores import entropy
 from unmask.denoiser import Denoiser
@@ -103,22 +104,22 @@ def exact_mi(
     bi, ii, vi = probe.nonzero(as_tuple=True)  # (K,) each: state, row, value of every probe
     probe_tokens = tokens[bi].clone()
     probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
-    p_cond = torch.cat(
-        [_log_probs(denoiser, probe_tokens[k : k + batch_size]).exp() for k in range(0, len(bi), batch_size)]
-    ) if len(bi) else torch.zeros(0, n, v, dtype=torch.float64, device=dev)  # (K, L, V) P(X_j | X_i = v, C)
-    k_idx = torch.arange(len(bi), device=dev)
-    p_cond[k_idx, ii] = torch.nn.functional.one_hot(vi, v).to(p_cond.dtype)  # X_i itself is now known
-    h_cond = entropy(p_cond) * masked[bi]  # (K, L) given positions have no uncertainty
-
     w = p[bi, ii, vi]  # (K,) P(X_i = v | C)
-    expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w[:, None] * h_cond, accumulate=True)
+    expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev)  # (B, L, L) Σ_v P(X_i = v) H(X_j | X_i = v, C)
+    mixture = torch.zeros(b, n, n, v, dtype=torch.float64, device=dev)  # (B, L, L, V) Σ_v P(X_i = v) P(X_j | X_i = v, C)
+    for k in range(0, len(bi), batch_size):  # one chunk of probes at a time: (chunk, L, V) in memory, never (K, L, V)
+        at = slice(k, k + batch_size)
+        p_cond = _log_probs(denoiser, probe_tokens[at]).exp()  # (k, L, V) P(X_j | X_i = v, C)
+        p_cond[torch.arange(len(p_cond), device=dev), ii[at]] = F.one_hot(vi[at], v).to(p_cond.dtype)  # X_i is now known
+        h_cond = entropy(p_cond) * masked[bi[at]]  # (k, L) given positions have no uncertainty
+        expected.index_put_((bi[at], ii[at]), w[at, None] * h_cond, accumulate=True)
+        mixture.index_put_((bi[at], ii[at]), w[at, None, None] * p_cond, accumulate=True)
     kept = torch.zeros(b, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w, accumulate=True)  # (B, L)
     # Fill in the skipped mass with the kept values' average conditional entropy.
     expected = expected / kept.clamp_min(1e-300)[:, :, None]
     on_pairs = rows[:, :, None] * masked[:, None, :]  # (B, L, L) computed rows, masked columns
     raw = (h[:, None, :] - expected) * on_pairs
-    mixture = torch.zeros(b, n, n, v, dtype=torch.float64, device=dev).index_put_((bi, ii), w[:, None, None] * p_cond, accumulate=True)
-    mixture = mixture / kept.clamp_min(1e-300)[:, :, None, None]  # (B, L, L, V) the probe joint's X_j marginal
+    mixture = mixture / kept.clamp_min(1e-300)[:, :, None, None]  # the probe joint's X_j marginal (kept values)
     joint = ((entropy(mixture) - expected) * on_pairs).clamp_min(0)  # a true MI: ≥ 0 up to rounding
     bound = (1 - kept).clamp_min(0) * math.log(v) * rows
     passes = 1 + torch.bincount(bi, minlength=b)
