@@ -11,7 +11,8 @@ Families (each a sweep; specs in the README's policy table):
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), and the entropy
   budget at the same γ, all on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost;
-  ``--oracle-only`` re-measures these rows alone and keeps the others from OUT/NAME.json).
+  ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
+  and keeps the others from OUT/NAME.json).
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
 the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
@@ -47,7 +48,7 @@ FAMILIES = {  # family → specs
 }
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
-          "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1"}
+          "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
 
 
@@ -82,12 +83,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     p.add_argument("--tables-only", action="store_true", help="rewrite the tables and plot from OUT/NAME.json")
-    p.add_argument("--oracle-only", action="store_true", help="measure the exact-MI rows alone; keep the others from OUT/NAME.json")
+    p.add_argument("--oracle-only", nargs="*", metavar="FAMILY", choices=list(ORACLE),
+                   help="measure the exact-MI rows alone (or those of the named oracle families); keep the others from OUT/NAME.json")
     args = p.parse_args(argv)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
         return
-    kept, source = kept_rows(args, p) if args.oracle_only else (None, None)
+    measured = args.oracle_only or list(ORACLE)  # the oracle families to measure
+    kept, source = kept_rows(args, p, measured) if args.oracle_only is not None else (None, None)
 
     torch.set_num_threads(args.threads)
     start = time.time()
@@ -107,8 +110,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     if args.exact_n:
         first = {f"{name} (first {args.exact_n})": standard_set(args.data_dir, name, args.exact_n) for name in REGIME}
-        for family, spec in ORACLE.items():
-            policies = [build_policy(spec.format(g=g), model, head_dir) for g in EXACT_GAMMAS]
+        for family in measured:
+            policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in EXACT_GAMMAS]
             for r in compare(task, model, first, policies, progress=False, cache=cache):
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
@@ -123,20 +126,23 @@ def main(argv: list[str] | None = None) -> None:
 GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"], False),  # name → title, families, oracle sets
         "demask": ("DEMASK rule vs entropy budget", ["demask"], False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
-        "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2"], True)}
+        "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True)}
 
 
-def kept_rows(args, p: argparse.ArgumentParser) -> tuple[list[dict], dict]:
-    """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the first-N ones) and where they
-    were measured (model, head, minutes), refusing a file measured on another number of puzzles."""
+def kept_rows(args, p: argparse.ArgumentParser, measured: list[str]) -> tuple[list[dict], dict]:
+    """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the first-N rows of the
+    ``measured`` oracle families) and where they were measured (model, head, minutes), refusing a
+    file measured on another number of puzzles."""
     path = args.out / f"{args.name}.json"
     if not path.is_file():
         p.error(f"--oracle-only: no {path} to keep the other rows from")
     old = json.loads(path.read_text())
     if old.get("n") != args.n:
         p.error(f"--oracle-only: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")
+    if set(measured) != set(ORACLE) and old.get("exact_n") != args.exact_n:
+        p.error(f"--oracle-only: {path}'s oracle rows are on {old.get('exact_n')} puzzles, not --exact-n {args.exact_n}")
     source = old.get("kept_rows_from") or {k: old.get(k) for k in ("model", "head", "minutes")}
-    return [r for r in old["rows"] if "(first" not in r["set"]], source
+    return [r for r in old["rows"] if "(first" not in r["set"] or r["family"] not in measured], source
 
 
 def write(result: dict, out: Path, name: str) -> None:

@@ -88,6 +88,22 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
         frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "5", "--exact-n", "2", "--oracle-only",
                        "--out", str(tmp_path / "out")])
 
+    # Naming oracle families measures only theirs and keeps every other row, oracle rows included.
+    for r in again["rows"]:
+        r["accuracy %"] = -1
+    (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps(again))
+    named = "exact joint MI λ=8"
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", "--oracle-only", named,
+                   "--out", str(tmp_path / "out")])
+    third = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    remeasured = [r for r in third["rows"] if "(first" in r["set"] and r["family"] == named]
+    assert len(remeasured) == 2 * len(frontier.EXACT_GAMMAS) and all(r["accuracy %"] >= 0 for r in remeasured)
+    assert [r for r in third["rows"] if r not in remeasured] == [r for r in again["rows"] if r["family"] != named or "(first" not in r["set"]]
+    for bad in (["--oracle-only", "no such family"], ["--exact-n", "3", "--oracle-only", named]):
+        with pytest.raises(SystemExit):  # an unknown family; oracle rows of another --exact-n are not mixed in
+            frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", *bad,
+                           "--out", str(tmp_path / "out")])
+
 
 def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):
     bench = load_script("learned_order")
