@@ -128,9 +128,11 @@ relu_head() {
       --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
   run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
       --out "$R"/mi_head_variants                                            # what else the head could read
+  run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
+      --target joint --out "$R"/mi_head_variants_joint                       # the same heads on the probe-joint MI J
 }
 
-# 7. Exact MI that scales (64 min on one core), the low-NFE frontier (44 min) and the passes the puzzles
+# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 85 min) and the passes the puzzles
 #    allow (seconds), the MI map.
 exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
