@@ -12,7 +12,9 @@ Families (each a sweep; specs in the README's policy table):
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), and the entropy
   budget at the same γ, all on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost;
   ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
-  and keeps the others from OUT/NAME.json).
+  and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
+  oracle on more puzzles of one set beside the first one, e.g.
+  ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``).
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
 the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tables-only", action="store_true", help="rewrite the tables and plot from OUT/NAME.json")
     p.add_argument("--oracle-only", nargs="*", metavar="FAMILY", choices=list(ORACLE),
                    help="measure the exact-MI rows alone (or those of the named oracle families); keep the others from OUT/NAME.json")
+    p.add_argument("--oracle-sets", nargs="+", choices=list(REGIME), default=list(REGIME), help="test sets the exact-MI oracle runs on")
     args = p.parse_args(argv)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     if args.exact_n:
-        first = {f"{name} (first {args.exact_n})": standard_set(args.data_dir, name, args.exact_n) for name in REGIME}
+        first = {oracle_label(name, args.exact_n): standard_set(args.data_dir, name, args.exact_n) for name in args.oracle_sets}
         for family in measured:
             policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in EXACT_GAMMAS]
             for r in compare(task, model, first, policies, progress=False, cache=cache):
@@ -129,20 +132,29 @@ GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"]
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True)}
 
 
+def oracle_label(name: str, exact_n: int) -> str:
+    """The set label of the oracle's rows: the first ``exact_n`` puzzles of test set ``name``."""
+    return f"{name} (first {exact_n})"
+
+
 def kept_rows(args, p: argparse.ArgumentParser, measured: list[str]) -> tuple[list[dict], dict]:
-    """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the first-N rows of the
-    ``measured`` oracle families) and where they were measured (model, head, minutes), refusing a
-    file measured on another number of puzzles."""
+    """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the rows of the ``measured``
+    oracle families on the oracle sets about to be measured) and where they were measured (model,
+    head, minutes), refusing a file measured on another number of puzzles, or an oracle set that
+    would be left without its entropy-budget twin."""
     path = args.out / f"{args.name}.json"
     if not path.is_file():
         p.error(f"--oracle-only: no {path} to keep the other rows from")
     old = json.loads(path.read_text())
     if old.get("n") != args.n:
         p.error(f"--oracle-only: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")
-    if set(measured) != set(ORACLE) and old.get("exact_n") != args.exact_n:
-        p.error(f"--oracle-only: {path}'s oracle rows are on {old.get('exact_n')} puzzles, not --exact-n {args.exact_n}")
+    labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets}
+    kept = [r for r in old["rows"] if r["set"] not in labels or r["family"] not in measured]
+    for label in sorted(labels):
+        if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
+            p.error(f"--oracle-only: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
     source = old.get("kept_rows_from") or {k: old.get(k) for k in ("model", "head", "minutes")}
-    return [r for r in old["rows"] if "(first" not in r["set"] or r["family"] not in measured], source
+    return kept, source
 
 
 def write(result: dict, out: Path, name: str) -> None:

@@ -100,9 +100,19 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     assert len(remeasured) == 2 * len(frontier.EXACT_GAMMAS) and all(r["accuracy %"] >= 0 for r in remeasured)
     assert [r for r in third["rows"] if r not in remeasured] == [r for r in again["rows"] if r["family"] != named or "(first" not in r["set"]]
     for bad in (["--oracle-only", "no such family"], ["--exact-n", "3", "--oracle-only", named]):
-        with pytest.raises(SystemExit):  # an unknown family; oracle rows of another --exact-n are not mixed in
+        with pytest.raises(SystemExit):  # an unknown family; a new oracle set without its entropy-budget twin
             frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", *bad,
                            "--out", str(tmp_path / "out")])
+
+    # A larger oracle on one set goes beside the first one, with its own gap rows.
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
+                   "--oracle-only", "entropy budget", named, "--out", str(tmp_path / "out")])
+    fourth = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    added = [r for r in fourth["rows"] if r["set"] == "test-hard (first 3)"]
+    assert {r["family"] for r in added} == {"entropy budget", named} and all(r["n"] == 3 for r in added)
+    assert [r for r in fourth["rows"] if r not in added] == third["rows"]
+    assert not any("(first 3)" in r["set"] and "kaggle" in r["set"] for r in fourth["rows"])
+    assert {g["set"] for g in fourth["exact_joint_gaps"]} <= {"test-hard (first 2)", "test-hard (first 3)", "test-kaggle (first 2)"}
 
 
 def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):
