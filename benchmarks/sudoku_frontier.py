@@ -93,12 +93,12 @@ def main(argv: list[str] | None = None) -> None:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
         return
     measured = args.oracle_only or list(ORACLE)  # the oracle families to measure
-    kept, source = kept_rows(args, p, measured) if args.oracle_only is not None else (None, None)
+    head_dir = args.head or args.model  # where build_policy finds the MI head
+    kept, runs = kept_rows(args, p, measured, head_dir) if args.oracle_only is not None else (None, [])
 
     torch.set_num_threads(args.threads)
     start = time.time()
     model = load_model(args.model, task="sudoku")
-    head_dir = args.head or args.model  # where build_policy finds the MI head
     task = SudokuTask()
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
     # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
@@ -119,9 +119,10 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n,
-              "threads": args.threads, "rows": rows, "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits,
-              **({"kept_rows_from": source} if source else {})}
+    this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n,
+                "oracle_sets": args.oracle_sets, "measured": "all rows" if kept is None else measured,
+                "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
+    result = {"model": this_run["model"], "head": this_run["head"], "n": args.n, "rows": rows, "runs": [*runs, this_run]}
     write(result, args.out, args.name)
     cache.done()
 
@@ -137,10 +138,10 @@ def oracle_label(name: str, exact_n: int) -> str:
     return f"{name} (first {exact_n})"
 
 
-def kept_rows(args, p: argparse.ArgumentParser, measured: list[str]) -> tuple[list[dict], dict]:
+def kept_rows(args, p: argparse.ArgumentParser, measured: list[str], head_dir: str) -> tuple[list[dict], list[dict]]:
     """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the rows of the ``measured``
-    oracle families on the oracle sets about to be measured) and where they were measured (model,
-    head, minutes), refusing a file measured on another number of puzzles, or an oracle set that
+    oracle families on the oracle sets about to be measured) and the runs that measured them,
+    refusing a file measured with another model, head or number of puzzles, or an oracle set that
     would be left without its entropy-budget twin."""
     path = args.out / f"{args.name}.json"
     if not path.is_file():
@@ -148,13 +149,25 @@ def kept_rows(args, p: argparse.ArgumentParser, measured: list[str]) -> tuple[li
     old = json.loads(path.read_text())
     if old.get("n") != args.n:
         p.error(f"--oracle-only: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")
+    if (old.get("model"), old.get("head")) != (shown_path(args.model), shown_path(head_dir)):
+        p.error(f"--oracle-only: {path} was measured with model {old.get('model')} and head {old.get('head')}, "
+                f"not {shown_path(args.model)} and {shown_path(head_dir)}")
     labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets}
     kept = [r for r in old["rows"] if r["set"] not in labels or r["family"] not in measured]
     for label in sorted(labels):
         if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
             p.error(f"--oracle-only: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
-    source = old.get("kept_rows_from") or {k: old.get(k) for k in ("model", "head", "minutes")}
-    return kept, source
+    return kept, past_runs(old)
+
+
+def past_runs(old: dict) -> list[dict]:
+    """The runs that measured a results file's rows; for a file written before runs were recorded,
+    what it says of them (its first full run, if rows were kept from one, and its last run)."""
+    if "runs" in old:
+        return old["runs"]
+    first = old.get("kept_rows_from")
+    last = {k: old[k] for k in ("model", "head", "n", "exact_n", "threads", "minutes") if k in old}
+    return [{**first, "measured": "all rows"}, {**last, "measured": "oracle rows"}] if first else [{**last, "measured": "all rows"}]
 
 
 def write(result: dict, out: Path, name: str) -> None:

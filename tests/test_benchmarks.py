@@ -83,7 +83,8 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     assert [r for r in again["rows"] if "(first" not in r["set"]] == other
     assert {r["family"] for r in again["rows"] if "(first" in r["set"]} == set(frontier.ORACLE)
     assert all(r["accuracy %"] >= 0 for r in again["rows"] if "(first" in r["set"])
-    assert again["kept_rows_from"]["model"] == result["model"]
+    assert [r["measured"] for r in again["runs"]] == ["all rows", list(frontier.ORACLE)]
+    assert again["runs"][0] == result["runs"][0] and again["runs"][1]["exact_n"] == 2
     with pytest.raises(SystemExit):  # rows of another number of puzzles are not mixed in
         frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "5", "--exact-n", "2", "--oracle-only",
                        "--out", str(tmp_path / "out")])
@@ -112,7 +113,28 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     assert {r["family"] for r in added} == {"entropy budget", named} and all(r["n"] == 3 for r in added)
     assert [r for r in fourth["rows"] if r not in added] == third["rows"]
     assert not any("(first 3)" in r["set"] and "kaggle" in r["set"] for r in fourth["rows"])
-    assert {g["set"] for g in fourth["exact_joint_gaps"]} <= {"test-hard (first 2)", "test-hard (first 3)", "test-kaggle (first 2)"}
+    assert [r["measured"] for r in fourth["runs"]][-2:] == [[named], ["entropy budget", named]]
+    assert fourth["runs"][-1]["oracle_sets"] == ["test-hard"] and fourth["runs"][-1]["exact_n"] == 3
+    with pytest.raises(SystemExit):  # rows measured with another model or head are not mixed in
+        frontier.main(["--model", str(model_dir), "--head", str(tmp_path), "--data-dir", str(data), "--n", "4", "--exact-n", "2",
+                       "--oracle-only", "--out", str(tmp_path / "out")])
+
+
+def test_frontier_gaps_compare_each_oracle_set_with_its_own_entropy_twin():
+    frontier = load_script("sudoku_frontier")
+
+    def row(s, family, nfe, acc, n=50):
+        return {"set": s, "family": family, "mean_nfe": nfe, "accuracy %": acc, "n": n, "nfe": [nfe] * n}
+
+    first50, first150 = "test-hard (first 50)", "test-hard (first 150)"
+    rows = [row(first50, "entropy budget", 5.0, 2.0), row(first50, "entropy budget", 9.0, 12.0),
+            row(first50, "exact MI λ=2", 6.0, 12.0),
+            row(first150, "entropy budget", 5.0, 1.0, 150), row(first150, "entropy budget", 9.0, 10.0, 150),
+            row(first150, "exact MI λ=2", 6.0, 4.0, 150)]
+    g = {(r["set"], r["nfe_at_most"]): r for r in frontier.gaps(rows, [first50, first150], ["exact MI λ=2"])}
+    assert g[first50, 6]["gap"] == 10.0 and g[first150, 6]["gap"] == 3.0  # each set against its own twin
+    assert g[first150, 8]["entropy_only %"] == 1.0 and g[first150, 9]["entropy_only %"] == 10.0
+    assert (first150, 5) not in g  # no oracle row at ≤ 5 passes: no gap row
 
 
 def test_learned_order_script_compares_every_learned_point_with_the_heuristics(tmp_path, sudoku_files, cli):

@@ -4,8 +4,8 @@
 (and exact-MI probe passes) on the Sudoku and 3-step maths models shipped then, recorded at commit
 0a702c9 by ``tests/data/record_decodes.py``. The Sudoku model of that time, the 6-layer one with its
 MI head, is kept in ``tests/data/sudoku-6layer`` (the same files git already holds), so the check
-stands whatever model ships. A change to ranking, tie-breaking, randomness, the
-token rule, the MI budget or the accounting shows up here as a difference.
+stands whatever model ships. A change to ranking, randomness, the token rule, the MI budget or the
+accounting shows up here as a difference (tie-breaking itself: tests/decode/test_state.py).
 
 The record is replayed step by step (teacher forcing through the loop itself): at every step of every
 sequence the policy chooses on the recorded state, and the token rule fills the recorded reveals.
@@ -13,7 +13,10 @@ Bit for bit holds on the machine that recorded them. On another CPU the denoiser
 can differ in the last bit, and two positions whose confidence differs by less than float32 resolves
 near 1 (p = 0.9999982 against 0.9999982) may swap. So a choice may differ from the record only at such
 a *near-tie* (every position in the difference, and the weakest of each choice, within ``TIE`` by the
-policy's own score), and at no more than ``MAX_TIES`` of the steps; any other difference fails.
+policy's own score), and at no more than ``MAX_TIES`` of the steps; any other difference fails. Only
+ranked policies (a confidence ``metric`` or a ``score``, also inside ``semi_ar``) have such a score;
+the others (``mi``, ``mi_exact``, ``eb``, ``threshold``, ``random``) must match the record exactly, as
+must a difference in *how many* positions a ranked policy reveals.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ MAX_TIES = 0.1  # largest share of (sequence, step) choices that may differ from
 
 def tie_score(policy, state) -> torch.Tensor | None:
     """``(B, L)`` the score a ranked policy orders positions by, or None for other policies."""
+    if isinstance(policy, SemiAR):  # ranks by its inner policy's score inside the block
+        return tie_score(policy.inner, state)
     if hasattr(policy, "score"):
         return policy.score(state)
     metric = getattr(policy, "metric", None)
@@ -70,11 +75,14 @@ class Replay:
         want = (self.reveal_step[state.rows] == state.step) & state.masked  # (R, L)
         differ = (sel.reveal & state.masked) ^ want  # (R, L)
         self.steps += len(want)
-        for i in differ.any(1).nonzero().flatten().tolist():
-            score = tie_score(self.policy, state)
+        rows = differ.any(1).nonzero().flatten().tolist()
+        score = tie_score(self.policy, state) if rows else None
+        for i in rows:
+            got = sel.reveal[i] & state.masked[i]  # (L,)
             where = f"sequence {int(state.rows[i])} leaves the record at step {state.step}"
-            assert score is not None, where
-            s, got = score[i], sel.reveal[i] & state.masked[i]
+            assert score is not None, f"{where} ({type(self.policy).__name__} has no score to call it a near-tie)"
+            assert got.sum() == want[i].sum(), f"{where}: reveals {int(got.sum())} positions, the record {int(want[i].sum())}"
+            s = score[i]  # (L,)
             gap = max(float(s[differ[i]].max() - s[differ[i]].min()), float((s[want[i]].min() - s[got].min()).abs()))
             assert gap <= TIE, f"{where}, not at a near-tie (score gap {gap:.3g})"
             self.ties += 1
