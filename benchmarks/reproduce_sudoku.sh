@@ -138,7 +138,7 @@ exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R"
   run python benchmarks/sudoku_rounds.py --out "$R"
-  run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --exact \
+  run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --joint \
       --out "$R"/sudoku_mi_map.png
 }
 

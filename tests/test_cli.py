@@ -118,3 +118,29 @@ def test_version(capsys):
 
 def test_shipped_model_is_the_default():
     assert (DEFAULT_SUDOKU_MODEL / "model.safetensors").is_file(), "the shipped Sudoku model is missing"
+
+
+def test_map_joint_adds_the_probe_joint_map(files, tmp_path, capsys):
+    # Failure: --joint ignored, or the joint map computed from something other than exact_mi's joint.
+    import numpy as np
+    import torch
+
+    from unmask.mi import exact_mi
+    from unmask.mi.exact import symmetrise
+    from unmask.mi.maps import structure_score
+    from unmask.model import load_model
+    from unmask.tasks.sudoku.task import SudokuTask
+
+    model_dir, puzzles = files
+    out = tmp_path / "map.png"
+    assert main(["mi", "map", "--puzzle", str(puzzles), "--model", str(model_dir), "--joint", "--out", str(out)]) == 0
+    structure = json.loads(capsys.readouterr().out)["structure"]
+    assert {"exact", "exact joint"} <= set(structure) and out.stat().st_size > 0
+    task, model = SudokuTask(), load_model(model_dir)
+    tokens = task.encode(read_puzzles(puzzles))[:1]
+    masked = tokens == model.mask_id
+    pairs = masked[:, :, None] & masked[:, None, :] & ~torch.eye(tokens.shape[1], dtype=torch.bool)
+    res = exact_mi(model, tokens, eps=1e-3)
+    want = structure_score(symmetrise(res.joint, res.rows).float() * pairs, pairs, task.related_pairs())
+    assert structure["exact joint"] == pytest.approx(want)
+    assert not np.allclose(res.joint.numpy(), res.raw.numpy())  # the two maps differ on this model

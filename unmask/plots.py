@@ -57,7 +57,7 @@ def plot_mi_map(board, maps: dict[str, np.ndarray], position: int, out: str | os
             if text:
                 ax.text(i % cols, i // cols, text, ha="center", va="center", color="w", fontsize=9)
         ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
-        ax.set_title(f"{name}: MI with the outlined position (row {r + 1}, column {c + 1})")
+        ax.set_title(f"{name}: MI with the outlined position\n(row {r + 1}, column {c + 1})")
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.046, label="nats")

@@ -74,6 +74,7 @@ def _train(args: argparse.Namespace) -> None:
 
 def _map(args: argparse.Namespace) -> None:
     from unmask.mi import exact_mi
+    from unmask.mi.exact import symmetrise
     from unmask.mi.estimator import load_head
     from unmask.mi.maps import structure_score
     from unmask.plots import plot_mi_map
@@ -93,12 +94,16 @@ def _map(args: argparse.Namespace) -> None:
     position = int(masked[0].nonzero()[0]) if args.cell is None else task.parse_position(args.cell, tokens[0])
     pairs = masked[:, :, None] & masked[:, None, :] & ~torch.eye(tokens.shape[1], dtype=torch.bool)  # (1, L, L)
     maps, scores = {}, {}
-    head = load_head(directory, required=not args.exact)
+    exact = args.exact or args.joint
+    head = load_head(directory, required=not exact)
     if head is not None:
         with torch.no_grad():
             maps["estimated"] = (head(model(tokens)[1]) * pairs)[0]
-    if args.exact or head is None:
-        maps["exact"] = exact_mi(model, tokens, eps=args.eps).symmetric.float()[0] * pairs[0]
+    if exact or head is None:
+        res = exact_mi(model, tokens, eps=args.eps)
+        maps["exact"] = res.symmetric.float()[0] * pairs[0]
+        if args.joint:  # the same probes' true MI (see unmask.mi.exact)
+            maps["exact joint"] = symmetrise(res.joint, res.rows).float()[0] * pairs[0]
     related = task.related_pairs()
     if related is not None:
         scores = {name: structure_score(mi[None], pairs, related) for name, mi in maps.items()}
@@ -147,6 +152,8 @@ def add_parser(sub) -> None:
     m.add_argument("--index", type=integer, default=0, help="example number in the file")
     m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); proteins and antibodies the residue number K; default: the first masked one")
     m.add_argument("--exact", action="store_true", help="also compute the exact MI (1 + N·|V| passes)")
+    m.add_argument("--joint", action="store_true",
+                   help="also the MI of each row's probe joint, a true MI from the same probes (implies --exact)")
     m.add_argument("--eps", type=float, default=1e-3, help="exact MI: skip values with P < eps")
     m.add_argument("--out", default="mi_map.png", help="PNG file")
     m.set_defaults(run=_map)
