@@ -89,8 +89,12 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "
     ``row['set']`` and policy name."""
     plt = pyplot()
     sets = sorted({r["set"] for r in rows})
-    fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
-    for ax, s in zip(axes[0], sets):
+    ncols = min(3, len(sets))  # panels per row
+    nrows = -(-len(sets) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 5 * nrows), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.set_visible(False)
+    for ax, s in zip(axes.flat, sets):
         by_name: dict[str, list[dict]] = {}
         for r in rows:
             if r["set"] == s:
