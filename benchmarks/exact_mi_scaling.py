@@ -33,7 +33,6 @@ import torch
 from unmask.eval import markdown_table, results_cache, shown_path
 from unmask.mi import exact_mi
 from unmask.mi.data import states_along
-from unmask.mi.exact import symmetrise
 from unmask.mi.fit import MATTERS, consistency
 from unmask.model import load_model
 from unmask.tasks.sudoku.data import to_tokens
@@ -65,7 +64,7 @@ def measure(model, puzzles: torch.Tensor, split: str, kind: str, seed: int, eps_
     base = {"set": split, "states_from": kind, "states": len(x), "mean_masked": float(n_masked.mean())}
     both = masked[:, :, None] & masked[:, None, :]
     off = both & ~torch.eye(x.shape[1], dtype=torch.bool)
-    sym = symmetrise(ref.raw, ref.rows)
+    sym = ref.symmetric
     matter = off & (sym > MATTERS)
     least_h = torch.minimum(ref.entropy[:, :, None], ref.entropy[:, None, :])  # (S, L, L) min(H_i, H_j)
     joint = {f"{k}_joint": v for k, v in consistency({"tokens": x, "mi": ref.joint, "rows": ref.rows}, model.mask_id).items()}

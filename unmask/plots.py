@@ -94,14 +94,14 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 5 * nrows), squeeze=False)
     for ax in axes.flat[len(sets):]:
         ax.set_visible(False)
-    names = list(dict.fromkeys(r["policy"].split(":")[0] for r in rows))  # one colour and style per name, in every panel
+    series = {name: i for i, name in enumerate(dict.fromkeys(r["policy"].split(":")[0] for r in rows))}  # one colour and style per name, in every panel
     for ax, s in zip(axes.flat, sets):
         by_name: dict[str, list[dict]] = {}
         for r in rows:
             if r["set"] == s:
                 by_name.setdefault(r["policy"].split(":")[0], []).append(r)
         for name, rs in by_name.items():
-            i = names.index(name)
+            i = series[name]
             rs = sorted(rs, key=lambda r: r["mean_nfe"])
             style = ("o-", "s--", "^:", "D-.")[i // 10 % 4]  # the colour cycle repeats after 10 series
             ax.plot([r["mean_nfe"] for r in rs], [r[y] for r in rs], style, color=f"C{i % 10}", label=name)

@@ -22,8 +22,8 @@ must a difference in *how many* positions a ranked policy reveals.
 from __future__ import annotations
 
 import gzip
-from dataclasses import dataclass
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,9 +70,13 @@ class Replay:
     steps: int = 0  # (sequence, step) choices checked
     ties: int = 0  # of which differ from the record at a near-tie
 
+    def recorded(self, state) -> torch.Tensor:
+        """``(R, L)`` bool: the positions the record reveals at this step."""
+        return (self.reveal_step[state.rows] == state.step) & state.masked
+
     def select(self, state) -> Selection:
         sel = as_selection(self.policy.select(state))
-        want = (self.reveal_step[state.rows] == state.step) & state.masked  # (R, L)
+        want = self.recorded(state)  # (R, L)
         differ = (sel.reveal & state.masked) ^ want  # (R, L)
         self.steps += len(want)
         rows = differ.any(1).nonzero().flatten().tolist()
@@ -90,7 +94,7 @@ class Replay:
 
     def choose(self, state) -> torch.Tensor:
         mine, recorded = self.rule.choose(state), self.tokens[state.rows]  # (R, L)
-        follow = (self.reveal_step[state.rows] == state.step) & state.masked
+        follow = self.recorded(state)  # (R, L)
         assert torch.equal(mine[follow], recorded[follow]), f"token values differ from the record at step {state.step}"
         return recorded
 

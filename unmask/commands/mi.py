@@ -74,7 +74,6 @@ def _train(args: argparse.Namespace) -> None:
 
 def _map(args: argparse.Namespace) -> None:
     from unmask.mi import exact_mi
-    from unmask.mi.exact import symmetrise
     from unmask.mi.estimator import load_head
     from unmask.mi.maps import structure_score
     from unmask.plots import plot_mi_map
@@ -103,7 +102,7 @@ def _map(args: argparse.Namespace) -> None:
         res = exact_mi(model, tokens, eps=args.eps)
         maps["exact"] = res.symmetric.float()[0] * pairs[0]
         if args.joint:  # the same probes' true MI (see unmask.mi.exact)
-            maps["exact joint"] = symmetrise(res.joint, res.rows).float()[0] * pairs[0]
+            maps["exact joint"] = res.symmetric_joint.float()[0] * pairs[0]
     related = task.related_pairs()
     if related is not None:
         scores = {name: structure_score(mi[None], pairs, related) for name, mi in maps.items()}

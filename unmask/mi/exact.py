@@ -55,6 +55,11 @@ class ExactMI:
         """``(B, L, L)`` ½(I + Iᵀ) where both rows were computed, else the computed entry."""
         return symmetrise(self.raw, self.rows)
 
+    @property
+    def symmetric_joint(self) -> torch.Tensor:
+        """``(B, L, L)`` the same for ``joint``, the MI of each row's probe joint."""
+        return symmetrise(self.joint, self.rows)
+
     def asymmetry(self) -> float:
         """Mean |I_ij − I_ji| / (|I_ij| + |I_ji|) over off-diagonal pairs with both rows computed
         and some MI (a diagnostic of how far the model is from one consistent joint)."""

@@ -28,7 +28,7 @@ from unmask.decode.registry import register
 from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
-from unmask.mi.exact import exact_mi, symmetrise
+from unmask.mi.exact import exact_mi
 
 
 def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float) -> torch.Tensor:
@@ -127,7 +127,7 @@ class MIExact:
             raise UnmaskError("mi_exact needs the denoiser to probe")
         res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
         # A model's conditionals can give negative I; a negative charge would refill the budget.
-        mi = (symmetrise(res.joint, res.rows) if self.joint else res.symmetric).float().clamp_min(0)
+        mi = (res.symmetric_joint if self.joint else res.symmetric).float().clamp_min(0)
         reveal = mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
         return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
 
