@@ -1,12 +1,14 @@
-"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, six heads.
+"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, eight heads.
 
-    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # six heads: ~30 min, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # eight heads, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --only exclusion probes
+        # those two heads again; the other rows of OUT.json kept (same model, data, steps and target only)
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --target joint \
         --out benchmarks/results/mi_head_variants_joint      # fitted and scored on the probe joint's MI
     python benchmarks/mi_head_variants.py --data - --tables-only     # OUT.md again from OUT.json
 
 The shipped head form (a per-position MLP into a rank-32 symmetric bilinear form, relu link) misses
-the aim (Spearman ≥ 0.8 on the pairs that matter). Four changes, each aimed at one suspected cause:
+the aim (Spearman ≥ 0.8 on the pairs that matter). Seven changes, each aimed at one suspected cause:
 
 - **targets**: the same head trained only on pairs whose target averages both directions (the
   one-direction targets carry the model's asymmetry);
@@ -18,7 +20,13 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Four changes, each aimed at
   linearly);
 - **form**: the MI of an explicit two-cell joint P_i(a) P_j(b) exp(θ_ij [a = b]) / Z built from the
   denoiser's own predictions, only the coupling θ_ij learnt (:class:`CouplingHead`): a true MI, so a
-  pair is charged only if both cells are uncertain and never more than their marginals allow.
+  pair is charged only if both cells are uncertain and never more than their marginals allow;
+- **structure, cheap**: the paper's I of the conditionals in which fixing X_i = v only forbids X_j = v
+  (:func:`exclusion_mi`, zero parameters, from P(X | C)), gated per pair (:class:`ExclusionHead`);
+- **structure, dear**: amortised probes (:class:`ProbeHead`): predict how fixing X_i = v moves every
+  other cell's logits and take the paper's I of the predicted conditionals, the probes' own formula.
+  Its (N·k·N·V) softmaxes cost far more than 3 % of a pass: it asks whether the form can reach the
+  aim at all.
 
 Each is fitted by MSE as ``unmask mi train`` fits its head (Adam, cosine, its defaults; every head
 initialised and its batches drawn from the same seed; the same held-out states) and scored by
@@ -55,6 +63,7 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL
 COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "train_spearman_matters", "spearman_matters_both_rows", "spearman", "train_spearman", "mse",
            "top10_recall", "head_ms", "relative_cost"]
 TRAIN = HeadTrainConfig()  # the fit of `unmask mi train` (steps and seed come from the command line)
+HEADS = ("relu", "both", "pair-mlp", "blocks", "values", "coupled", "exclusion", "probes")  # --only's names, in the table's order
 
 
 def coupled_pair_mi(probs: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -97,6 +106,88 @@ class CouplingHead(nn.Module):
         s = F.relu(torch.matmul(e * self.weight[:, None, :], e.transpose(2, 3)) / math.sqrt(self.rank) + self.bias[:, None, None])
         theta = self.bound * torch.tanh((s[:, 0] - s[:, 1]) / self.bound)  # (B, N, N) |θ| < bound
         return coupled_pair_mi(probs, theta)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def exclusion_mi(probs: torch.Tensor) -> torch.Tensor:
+    """``(B, N, N)`` the paper's I if fixing X_i = v did nothing but forbid X_j = v (as for Sudoku peers):
+
+        E_ij = H(P_j) − Σ_v P_i(v) H(P_j without v, renormalised),
+        H(P_j without v) = (H(P_j) + P_j(v) log P_j(v)) / (1 − P_j(v)) + log(1 − P_j(v)).
+
+    Zero parameters, one (N, V) × (V, N) product; negative where removing j's favourite value
+    raises its entropy (as the model's own I can be). ``probs`` ``(B, N, V)``."""
+    h = entropy(probs)  # (B, N)
+    rest = (1 - probs).clamp_min(1e-6)
+    without = (h[..., None] + torch.xlogy(probs, probs)) / rest + torch.log(rest)  # (B, N, V) H(P_j without v)
+    return h[:, None, :] - torch.bmm(probs, without.transpose(1, 2))
+
+
+class ExclusionHead(nn.Module):
+    """Î_ij = relu(g_ij) · ½(E_ij + E_ji) + relu(s_ij): the exclusion MI (:func:`exclusion_mi`) of the
+    denoiser's own P(X | C), gated per pair, plus a free term; g and s are symmetric bilinear forms of
+    the hidden state with P(X_i | C) and its entropy beside it (``features``)."""
+
+    def __init__(self, d_in: int, n_values: int, d_hidden: int = 128, rank: int = 32) -> None:
+        super().__init__()
+        self.d_in, self.n_values, self.rank = d_in, n_values, rank
+        width = d_in + n_values + 1
+        self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, 2 * rank))
+        self.weight = nn.Parameter(torch.ones(2, rank))
+        self.bias = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, _ = x.shape
+        e = self.mlp(x).view(b, n, 2, self.rank).transpose(1, 2)  # (B, 2, N, r)
+        s = torch.matmul(e * self.weight[:, None, :], e.transpose(2, 3)) / math.sqrt(self.rank) + self.bias[:, None, None]
+        ex = exclusion_mi(x[..., self.d_in : self.d_in + self.n_values])  # (B, N, N)
+        return F.relu(s[:, 0]) * 0.5 * (ex + ex.transpose(1, 2)) + F.relu(s[:, 1])
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class ProbeHead(nn.Module):
+    """Amortised probes: predict how fixing X_i = v moves the logits of every other cell j, then take
+    the paper's I of those predicted conditionals exactly as the probes would,
+
+        Î_ij = Σ_{v in i's top k} P_i(v) · (H(P_j) − H(softmax((1 + σ_ij) log P_j − α_ij e_v + Δ_ij(v)))),
+
+    with α (j avoids v), σ (j sharpens) bilinear forms and Δ_ij(v, w) = a_i(v)·b_j(w) a rank-q term;
+    returned as ½(Î + Îᵀ), relu'd outside training. Inputs as :class:`ExclusionHead`'s. Its cost is
+    (N·k·N·V) softmaxes per state: a ceiling of the form, not a head within 3 % of a pass."""
+
+    def __init__(self, d_in: int, n_values: int, d_hidden: int = 128, rank: int = 32, low_rank: int = 8, top: int = 3) -> None:
+        super().__init__()
+        self.d_in, self.n_values, self.rank, self.low_rank, self.top = d_in, n_values, rank, low_rank, top
+        width = d_in + n_values + 1
+        self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(),
+                                 nn.Linear(d_hidden, 4 * rank + 2 * n_values * low_rank))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        probs = x[..., self.d_in : self.d_in + self.n_values]  # (B, N, V)
+        b, n, v = probs.shape
+        r, q, k = self.rank, self.low_rank, self.top
+        out = self.mlp(x)
+        e = out[..., : 4 * r].view(b, n, 4, r)
+        avoid = torch.einsum("bir,bjr->bij", e[:, :, 0], e[:, :, 1]) / math.sqrt(r)  # (B, N, N) α_ij
+        sharpen = torch.einsum("bir,bjr->bij", e[:, :, 2], e[:, :, 3]) / math.sqrt(r)  # (B, N, N) σ_ij
+        src, dst = out[..., 4 * r :].view(b, n, 2, v, q).unbind(2)  # (B, N, V, q) a_i(v), b_j(w)
+        p_top, v_top = probs.topk(k, -1)  # (B, N, k)
+        a = src.gather(2, v_top[..., None].expand(b, n, k, q))  # (B, N, k, q)
+        delta = torch.einsum("bikq,bjwq->bikjw", a, dst) / math.sqrt(q)  # (B, N, k, N, V)
+        log_p = probs.clamp_min(1e-9).log()  # (B, N, V)
+        same = F.one_hot(v_top, v).to(probs.dtype)  # (B, N, k, V) e_v
+        logits = log_p[:, None, None] * (1 + sharpen[:, :, None, :, None]) + delta - avoid[:, :, None, :, None] * same[:, :, :, None, :]
+        cond = logits.log_softmax(-1)  # (B, N, k, N, V) predicted log P(X_j | X_i = v, C)
+        h_cond = -(cond.exp() * cond).sum(-1)  # (B, N, k, N)
+        base = log_p.log_softmax(-1)  # (B, N, V) as the conditionals are computed, so no shift is exactly 0
+        h = -(base.exp() * base).sum(-1)  # (B, N) H(P_j)
+        i = (p_top[..., None] * (h[:, None, None, :] - h_cond)).sum(2)  # (B, N, N)
+        s = 0.5 * (i + i.transpose(1, 2))
+        return s if self.training else F.relu(s)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -155,7 +246,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=TRAIN.seed)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
     p.add_argument("--tables-only", action="store_true", help="rewrite OUT.md from OUT.json (nothing measured)")
+    p.add_argument("--only", nargs="+", choices=HEADS, help="measure these heads alone; keep the other rows of OUT.json")
     args = p.parse_args(argv)
+    if args.only and not args.out.with_suffix(".json").is_file():
+        p.error(f"--only: no {args.out.with_suffix('.json')} whose other rows to keep")
     if args.tables_only:
         if not args.out.with_suffix(".json").is_file():
             p.error(f"--tables-only: no {args.out.with_suffix('.json')} to rewrite the tables from")
@@ -175,22 +269,37 @@ def main(argv: list[str] | None = None) -> None:
     final = deep[..., :d].contiguous()  # (S, L, D) the final hidden states alone (a copy: gathers from a view are slow)
     with_values = torch.cat([final, values], -1)  # (S, L, D + V + 1)
     bilinear = lambda width: MIHead(HeadConfig(width, TRAIN.d_hidden, TRAIN.rank, "relu"))  # noqa: E731
-    variants = [  # name, a head maker, its inputs, the pairs it is fitted on
-        (f"mi train's (relu, rank {TRAIN.rank})", lambda: bilinear(d), final, pairs),
-        ("same, fitted on both-direction targets only", lambda: bilinear(d), final, both),
-        ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
-        (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
-        ("mi train's, + P(X_i | C) and its entropy", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
-        ("MI of a coupled joint of P(X_i | C), P(X_j | C)", lambda: CouplingHead(d, values.shape[-1] - 1, TRAIN.d_hidden, TRAIN.rank),
-         with_values, pairs),
-    ]
+    values_in = values.shape[-1] - 1  # V: the denoiser's values
+    variants = {  # key: (name, a head maker, its inputs, the pairs it is fitted on)
+        "relu": (f"mi train's (relu, rank {TRAIN.rank})", lambda: bilinear(d), final, pairs),
+        "both": ("same, fitted on both-direction targets only", lambda: bilinear(d), final, both),
+        "pair-mlp": ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
+        "blocks": (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
+        "values": ("mi train's, + P(X_i | C) and its entropy", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
+        "coupled": ("MI of a coupled joint of P(X_i | C), P(X_j | C)", lambda: CouplingHead(d, values_in, TRAIN.d_hidden, TRAIN.rank),
+                    with_values, pairs),
+        "exclusion": ("exclusion MI of P(X | C), gated per pair", lambda: ExclusionHead(d, values_in, TRAIN.d_hidden, TRAIN.rank),
+                      with_values, pairs),
+        "probes": ("amortised probes (top 3 values)", lambda: ProbeHead(d, values_in, TRAIN.d_hidden, TRAIN.rank), with_values, pairs),
+    }
+    assert list(variants) == list(HEADS)
+    order = [name for name, *_ in variants.values()]  # the table's row order
+    kept = []  # with --only: the rows of OUT.json that are not measured again
+    if args.only:
+        old = json.loads(args.out.with_suffix(".json").read_text())
+        run = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target}
+        if {k: old.get(k) for k in run} != run:
+            p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps or target")
+        names = {variants[k][0] for k in args.only}
+        kept = [row for row in old["rows"] if row["head"] not in names]
+        variants = {k: v for k, v in variants.items() if k in args.only}
     sample = data["tokens"][val[:250]].long()
     with torch.no_grad():
         denoiser_s = median_time(lambda: model(sample), 11)
     # as many training states as are held out, drawn from all of them (every data folder)
     own = train[torch.randperm(len(train), generator=torch.Generator().manual_seed(args.seed))[: len(val)]]
     rows = []
-    for name, make, x, fitted_on in variants:
+    for name, make, x, fitted_on in variants.values():
         torch.manual_seed(args.seed)  # every head starts from the same draw, as in unmask mi train
         head = fit_pairs(make(), x, target, fitted_on, train, replace(TRAIN, steps=args.steps, seed=args.seed))
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
@@ -206,6 +315,10 @@ def main(argv: list[str] | None = None) -> None:
     result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target,
               "train_states": len(train), "val_states": len(val), "denoiser_ms": round(1000 * denoiser_s, 2),
               "rows": rows, "reference": reference, "minutes": round((time.time() - start) / 60, 1)}
+    if args.only:  # the heads in their first order, each row from the run that measured it
+        result["rows"] = sorted(kept + rows, key=lambda row: order.index(row["head"]) if row["head"] in order else len(order))
+        result["runs"] = old.get("runs", [{"heads": [row["head"] for row in kept], "minutes": old.get("minutes")}]) + [
+            {"heads": [row["head"] for row in rows], "minutes": result["minutes"]}]
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print(write_tables(result, args.out))
 

@@ -278,6 +278,44 @@ def test_coupled_pair_mi_is_the_mi_of_its_joint():
     assert (variants.coupled_pair_mi(probs, torch.zeros_like(theta)) == 0).all()  # θ = 0: independent, charged exactly 0
 
 
+def test_exclusion_mi_is_the_papers_i_of_exclusion_conditionals():
+    # Bugs caught: the renormalisation of P_j without v (a sign, 1 − P_j(v) left out), the weights
+    # P_i(v) taken from j, rows and columns swapped.
+    variants = load_script("mi_head_variants")
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(2 * torch.randn(2, 4, 5, generator=g, dtype=torch.float64), -1)
+    got = variants.exclusion_mi(probs)
+
+    def h(p):
+        return -(p * p.log()).sum()
+
+    for b, i, j in [(0, 0, 1), (1, 2, 3), (1, 3, 0)]:
+        conds = [torch.cat([probs[b, j][:v], probs[b, j][v + 1 :]]) for v in range(5)]  # X_j ≠ v, renormalised
+        want = h(probs[b, j]) - sum(probs[b, i, v] * h(c / c.sum()) for v, c in enumerate(conds))
+        assert float(got[b, i, j]) == pytest.approx(float(want), abs=1e-10)
+    certain = torch.zeros(1, 2, 5, dtype=torch.float64)
+    certain[0, :, 0] = 1  # both sure of value 0: H_j = 0; the contradiction is clamped, never NaN
+    assert torch.isfinite(variants.exclusion_mi(certain)).all()
+
+
+def test_probe_and_exclusion_heads_are_symmetric_non_negative_and_can_charge_zero():
+    # Bugs caught: an asymmetric output, negative charges outside training, a head that cannot output 0.
+    variants = load_script("mi_head_variants")
+    torch.manual_seed(0)
+    d, v = 6, 4
+    x = torch.cat([torch.randn(3, 5, d), torch.softmax(torch.randn(3, 5, v), -1)], -1)
+    x = torch.cat([x, torch.rand(3, 5, 1)], -1)  # the entropy column (not read by these heads' MI)
+    for head in (variants.ExclusionHead(d, v, 8, 4), variants.ProbeHead(d, v, 8, 4, 2, top=2)):
+        out = head.eval()(x)
+        assert out.shape == (3, 5, 5) and torch.allclose(out, out.transpose(1, 2), atol=1e-6) and (out >= 0).all()
+        with torch.no_grad():
+            head.mlp[-1].weight.zero_()
+            head.mlp[-1].bias.zero_()
+            if hasattr(head, "bias"):
+                head.bias.fill_(-1.0)  # both forms below 0: no gate, no free term
+        assert (head(x) == 0).all()  # no shift of j's logits (probes) / every form relu'd away (exclusion): exactly 0
+
+
 def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sudoku_files, cli):
     # Bugs caught: a variant left out, the first variant not fitted as `unmask mi train` fits (another
     # init, split or schedule), the deeper head reading no extra blocks, the both-directions variant
@@ -295,7 +333,7 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
                    "--out", str(tmp_path / "out" / "v")])
     result = json.loads((tmp_path / "out" / "v.json").read_text())
     rows = {r["head"]: r for r in result["rows"]}
-    assert len(rows) == 6 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
+    assert len(rows) == 8 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
     first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
     assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
@@ -326,6 +364,23 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert joint["rows"][0]["mse"] != first["mse"]
     with pytest.raises(SystemExit):
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--layers", "99", "--out", str(tmp_path / "x")])
+    # --only: the named heads measured again (here with another seed), every other row kept as it was, in the same order
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
+                   "--only", "exclusion", "relu", "--out", str(tmp_path / "out" / "v")])
+    again = json.loads((tmp_path / "out" / "v.json").read_text())
+    assert [r["head"] for r in again["rows"]] == [r["head"] for r in result["rows"]]
+    changed = {r["head"] for r, old in zip(again["rows"], result["rows"]) if r != old}
+    assert changed == {"mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"}
+    assert [run["heads"] for run in again["runs"]][1] == ["mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"]
+    for bad in (["--steps", "4"], ["--target", "joint"]):  # another fit than the kept rows': refused, nothing written
+        with pytest.raises(SystemExit):
+            variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", *bad,
+                           "--only", "probes", "--out", str(tmp_path / "out" / "v")])
+    assert json.loads((tmp_path / "out" / "v.json").read_text()) == again
+    with pytest.raises(SystemExit):  # no file whose rows to keep
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--out", str(tmp_path / "none")])
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0",
+                   "--out", str(tmp_path / "out" / "v")])  # the first run again, for the tables below
     md = (tmp_path / "out" / "v.md").read_text()
     (tmp_path / "out" / "v.md").unlink()
     variants.main(["--data", "unused", "--tables-only", "--out", str(tmp_path / "out" / "v")])  # the tables again, from the JSON
