@@ -84,7 +84,18 @@ def coupled_pair_mi(probs: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     return (torch.log(z) + (theta * (1 + c) * s - a - a.transpose(1, 2)) / z).clamp_min(0)  # (rounding: −1e-7)
 
 
-class CouplingHead(nn.Module):
+class PositionHead(nn.Module):
+    """What every head below shares: a per-position MLP (``position_mlp``) and its parameter count."""
+
+    @staticmethod
+    def position_mlp(width: int, d_hidden: int, out: int) -> nn.Sequential:
+        return nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, out))
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class CouplingHead(PositionHead):
     """The MI of an explicit two-cell joint built from the denoiser's own predictions,
     p_ij(a, b) ∝ P_i(a) P_j(b) exp(θ_ij [a = b]) (θ < 0: the cells avoid one value, as Sudoku peers
     must; θ > 0: they agree), θ_ij = relu(agree_ij) − relu(avoid_ij) from two symmetric bilinear forms
@@ -95,7 +106,7 @@ class CouplingHead(nn.Module):
     def __init__(self, d_in: int, n_values: int, d_hidden: int = 128, rank: int = 32, bound: float = 8.0) -> None:
         super().__init__()
         self.d_in, self.n_values, self.rank, self.bound = d_in, n_values, rank, bound
-        self.mlp = nn.Sequential(nn.LayerNorm(d_in), nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, 2 * rank))
+        self.mlp = self.position_mlp(d_in, d_hidden, 2 * rank)
         self.weight = nn.Parameter(torch.ones(2, rank))
         self.bias = nn.Parameter(torch.zeros(2))
 
@@ -106,9 +117,6 @@ class CouplingHead(nn.Module):
         s = F.relu(torch.matmul(e * self.weight[:, None, :], e.transpose(2, 3)) / math.sqrt(self.rank) + self.bias[:, None, None])
         theta = self.bound * torch.tanh((s[:, 0] - s[:, 1]) / self.bound)  # (B, N, N) |θ| < bound
         return coupled_pair_mi(probs, theta)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 def exclusion_mi(probs: torch.Tensor) -> torch.Tensor:
@@ -125,7 +133,7 @@ def exclusion_mi(probs: torch.Tensor) -> torch.Tensor:
     return h[:, None, :] - torch.bmm(probs, without.transpose(1, 2))
 
 
-class ExclusionHead(nn.Module):
+class ExclusionHead(PositionHead):
     """Î_ij = relu(g_ij) · ½(E_ij + E_ji) + relu(s_ij): the exclusion MI (:func:`exclusion_mi`) of the
     denoiser's own P(X | C), gated per pair, plus a free term; g and s are symmetric bilinear forms of
     the hidden state with P(X_i | C) and its entropy beside it (``features``)."""
@@ -134,7 +142,7 @@ class ExclusionHead(nn.Module):
         super().__init__()
         self.d_in, self.n_values, self.rank = d_in, n_values, rank
         width = d_in + n_values + 1
-        self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, 2 * rank))
+        self.mlp = self.position_mlp(width, d_hidden, 2 * rank)
         self.weight = nn.Parameter(torch.ones(2, rank))
         self.bias = nn.Parameter(torch.zeros(2))
 
@@ -145,11 +153,8 @@ class ExclusionHead(nn.Module):
         ex = exclusion_mi(x[..., self.d_in : self.d_in + self.n_values])  # (B, N, N)
         return F.relu(s[:, 0]) * 0.5 * (ex + ex.transpose(1, 2)) + F.relu(s[:, 1])
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
-
-class ProbeHead(nn.Module):
+class ProbeHead(PositionHead):
     """Amortised probes: predict how fixing X_i = v moves the logits of every other cell j, then take
     the paper's I of those predicted conditionals exactly as the probes would,
 
@@ -163,8 +168,7 @@ class ProbeHead(nn.Module):
         super().__init__()
         self.d_in, self.n_values, self.rank, self.low_rank, self.top = d_in, n_values, rank, low_rank, top
         width = d_in + n_values + 1
-        self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(),
-                                 nn.Linear(d_hidden, 4 * rank + 2 * n_values * low_rank))
+        self.mlp = self.position_mlp(width, d_hidden, 4 * rank + 2 * n_values * low_rank)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         probs = x[..., self.d_in : self.d_in + self.n_values]  # (B, N, V)
@@ -189,17 +193,14 @@ class ProbeHead(nn.Module):
         s = 0.5 * (i + i.transpose(1, 2))
         return s if self.training else F.relu(s)
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
-
-class PairMLPHead(nn.Module):
+class PairMLPHead(PositionHead):
     """``forms`` symmetric bilinear scores per pair, mixed by a small MLP into a relu'd MI estimate."""
 
     def __init__(self, d_in: int, d_hidden: int = 128, forms: int = 8, rank: int = 16, width: int = 16) -> None:
         super().__init__()
         self.forms, self.rank = forms, rank
-        self.mlp = nn.Sequential(nn.LayerNorm(d_in), nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, forms * rank))
+        self.mlp = self.position_mlp(d_in, d_hidden, forms * rank)
         self.mix = nn.Sequential(nn.Linear(forms, width), nn.GELU(), nn.Linear(width, 1))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -207,9 +208,6 @@ class PairMLPHead(nn.Module):
         e = self.mlp(hidden).view(b, n, self.forms, self.rank).transpose(1, 2)  # (B, M, N, r)
         s = torch.matmul(e, e.transpose(2, 3)) / math.sqrt(self.rank)  # (B, M, N, N), each symmetric
         return F.relu(self.mix(s.permute(0, 2, 3, 1)).squeeze(-1))  # (B, N, N)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 @torch.no_grad()
