@@ -3,6 +3,8 @@
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # eight heads, one thread
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --only exclusion probes
         # those two heads again; the other rows of OUT.json kept (same model, data, steps and target only)
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --steps 30000 --heads relu values \
+        --out benchmarks/results/mi_head_variants_long     # two heads alone, fitted ten times longer
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --target joint \
         --out benchmarks/results/mi_head_variants_joint      # fitted and scored on the probe joint's MI
     python benchmarks/mi_head_variants.py --data - --tables-only     # OUT.md again from OUT.json
@@ -244,7 +246,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=TRAIN.seed)
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
     p.add_argument("--tables-only", action="store_true", help="rewrite OUT.md from OUT.json (nothing measured)")
-    p.add_argument("--only", nargs="+", choices=HEADS, help="measure these heads alone; keep the other rows of OUT.json")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--only", nargs="+", choices=HEADS, help="measure these heads alone; keep the other rows of OUT.json")
+    which.add_argument("--heads", nargs="+", choices=HEADS, help="measure these heads alone, in a table of their own")
     args = p.parse_args(argv)
     if args.only and not args.out.with_suffix(".json").is_file():
         p.error(f"--only: no {args.out.with_suffix('.json')} whose other rows to keep")
@@ -290,7 +294,8 @@ def main(argv: list[str] | None = None) -> None:
             p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps or target")
         names = {variants[k][0] for k in args.only}
         kept = [row for row in old["rows"] if row["head"] not in names]
-        variants = {k: v for k, v in variants.items() if k in args.only}
+    if args.only or args.heads:
+        variants = {k: v for k, v in variants.items() if k in (args.only or args.heads)}
     sample = data["tokens"][val[:250]].long()
     with torch.no_grad():
         denoiser_s = median_time(lambda: model(sample), 11)

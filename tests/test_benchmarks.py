@@ -379,6 +379,15 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert json.loads((tmp_path / "out" / "v.json").read_text()) == again
     with pytest.raises(SystemExit):  # no file whose rows to keep
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--out", str(tmp_path / "none")])
+    # --heads: the named heads alone, in a table of their own (same fit as the full run's rows for them)
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
+                   "--heads", "exclusion", "relu", "--out", str(tmp_path / "out" / "h")])
+    alone = json.loads((tmp_path / "out" / "h.json").read_text())
+    assert [r["head"] for r in alone["rows"]] == ["mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"]
+    same_fit = {r["head"]: (r["mse"], r["spearman"]) for r in again["rows"]}  # the seed-1 rows of --only above
+    assert all((r["mse"], r["spearman"]) == same_fit[r["head"]] for r in alone["rows"]) and "runs" not in alone
+    with pytest.raises(SystemExit):  # one or the other
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--heads", "relu", "--out", str(tmp_path / "x")])
     variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0",
                    "--out", str(tmp_path / "out" / "v")])  # the first run again, for the tables below
     md = (tmp_path / "out" / "v.md").read_text()
