@@ -5,6 +5,8 @@
         # those two heads again; the other rows of OUT.json kept (same model, data, steps and target only)
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --steps 30000 --heads relu values \
         --out benchmarks/results/mi_head_variants_long     # two heads alone, fitted ten times longer
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --steps 30000 --heads relu values \
+        --train-states 4514 --out benchmarks/results/mi_head_variants_long_half    # on half the training states
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --target joint \
         --out benchmarks/results/mi_head_variants_joint      # fitted and scored on the probe joint's MI
     python benchmarks/mi_head_variants.py --data - --tables-only     # OUT.md again from OUT.json
@@ -244,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--target", choices=list(TARGETS), default=TRAIN.target,
                    help="fit and score on the paper's I (raw) or on the MI of each row's probe joint (joint)")
     p.add_argument("--seed", type=int, default=TRAIN.seed)
+    p.add_argument("--train-states", type=int, help="fit on this many of the training states (a seeded draw; "
+                   "default all): how the score grows with data")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/mi_head_variants"))
     p.add_argument("--tables-only", action="store_true", help="rewrite OUT.md from OUT.json (nothing measured)")
     which = p.add_mutually_exclusive_group()
@@ -266,6 +270,11 @@ def main(argv: list[str] | None = None) -> None:
     data = load_mi_datasets(args.data, model_sha256=file_digest(Path(args.model) / WEIGHTS_FILE))
     target, pairs, both = targets(data, args.target), pair_mask(data, model.mask_id), both_rows(data, model.mask_id)
     train, val = split(data, TRAIN.val_fraction)  # the states unmask mi train holds out
+    if args.train_states is not None:
+        if not 0 < args.train_states <= len(train):
+            p.error(f"--train-states: between 1 and the {len(train)} training states")
+        draw = torch.randperm(len(train), generator=torch.Generator().manual_seed(args.seed + 1))
+        train = train[draw[: args.train_states].sort().values]  # (T,) a subset, the held-out states unchanged
     deep, values = features(model, data["tokens"], args.layers)  # (S, L, D·(1 + len(layers))), (S, L, V + 1)
     d = model.cfg.d_model
     final = deep[..., :d].contiguous()  # (S, L, D) the final hidden states alone (a copy: gathers from a view are slow)
@@ -289,9 +298,10 @@ def main(argv: list[str] | None = None) -> None:
     kept = []  # with --only: the rows of OUT.json that are not measured again
     if args.only:
         old = json.loads(args.out.with_suffix(".json").read_text())
-        run = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target}
+        run = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target,
+               "train_states": len(train)}
         if {k: old.get(k) for k in run} != run:
-            p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps or target")
+            p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps, target or train states")
         names = {variants[k][0] for k in args.only}
         kept = [row for row in old["rows"] if row["head"] not in names]
     if args.only or args.heads:

@@ -386,6 +386,18 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert [r["head"] for r in alone["rows"]] == ["mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"]
     same_fit = {r["head"]: (r["mse"], r["spearman"]) for r in again["rows"]}  # the seed-1 rows of --only above
     assert all((r["mse"], r["spearman"]) == same_fit[r["head"]] for r in alone["rows"]) and "runs" not in alone
+    # --train-states: fitted on a seeded subset of the training states, scored on the same held-out ones
+    variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
+                   "--heads", "relu", "--train-states", "2", "--out", str(tmp_path / "out" / "few")])
+    few = json.loads((tmp_path / "out" / "few.json").read_text())
+    assert few["train_states"] == 2 < alone["train_states"] and few["val_states"] == alone["val_states"]
+    assert 0 < few["rows"][0]["fitted_pairs"] < alone["rows"][0]["fitted_pairs"]
+    for bad in (["--train-states", "0"], ["--train-states", str(alone["train_states"] + 1)]):
+        with pytest.raises(SystemExit):
+            variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--heads", "relu", *bad, "--out", str(tmp_path / "x")])
+    with pytest.raises(SystemExit):  # --only against rows fitted on all the training states
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
+                       "--only", "relu", "--train-states", "2", "--out", str(tmp_path / "out" / "v")])
     with pytest.raises(SystemExit):  # one or the other
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--heads", "relu", "--out", str(tmp_path / "x")])
     variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0",
