@@ -58,7 +58,7 @@ import torch.nn.functional as F
 from unmask.decode.scores import entropy
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
-from unmask.mi.estimator import HeadConfig, MIHead
+from unmask.mi.estimator import HeadConfig, MIHead, position_mlp
 from unmask.mi.fit import TARGETS, HeadTrainConfig, both_rows, consistency, evaluate_head, fit_pairs, median_time, pair_mask, split, targets
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.runs import file_digest
@@ -89,11 +89,9 @@ def coupled_pair_mi(probs: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 
 class PositionHead(nn.Module):
-    """What every head below shares: a per-position MLP (``position_mlp``) and its parameter count."""
+    """What every head below shares: ``MIHead``'s per-position MLP and a parameter count."""
 
-    @staticmethod
-    def position_mlp(width: int, d_hidden: int, out: int) -> nn.Sequential:
-        return nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, out))
+    position_mlp = staticmethod(position_mlp)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -43,13 +43,18 @@ LINKS = {"relu": F.relu, "softplus": F.softplus}  # score → non-negative MI es
 BIAS_INIT = {"relu": 0.0, "softplus": -4.0}  # softplus(-4) ≈ 0.018 nats: most pairs carry little MI
 
 
+def position_mlp(width: int, d_hidden: int, out: int) -> nn.Sequential:
+    """The per-position MLP of every MI head: ``(…, width)`` → ``(…, out)``."""
+    return nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, out))
+
+
 class MIHead(nn.Module):
     """Hidden states ``(B, N, D)`` → symmetric non-negative MI estimates ``(B, N, N)``."""
 
     def __init__(self, cfg: HeadConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.mlp = nn.Sequential(nn.LayerNorm(cfg.d_in), nn.Linear(cfg.d_in, cfg.d_hidden), nn.GELU(), nn.Linear(cfg.d_hidden, cfg.rank))
+        self.mlp = position_mlp(cfg.d_in, cfg.d_hidden, cfg.rank)
         self.weight = nn.Parameter(torch.ones(cfg.rank))
         self.bias = nn.Parameter(torch.tensor(BIAS_INIT[cfg.link]))
         self.link = LINKS[cfg.link]
