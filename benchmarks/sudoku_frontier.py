@@ -6,7 +6,9 @@
 Families (each a sweep; specs in the README's policy table):
 - entropy budget (``mi:gamma=γ,lam=0``), γ from 0.01 to 5 nats;
 - MI-guided with the head (``mi:gamma=γ,lam=λ``), same γ, λ ∈ {0.5, 2};
-- DEMASK's rule with the head as dependency head (``demask:delta=δ``);
+- DEMASK's rule with the head as dependency head (``demask:delta=δ,max_entropy=h``): δ from 0.003 to
+  1 nats, each with no entropy cap and with caps from 0.03 to 1 nats (DEMASK's own sweep pairs its
+  dependency bound with a confidence threshold);
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), and the entropy
@@ -15,6 +17,9 @@ Families (each a sweep; specs in the README's policy table):
   and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
   oracle on more puzzles of one set beside the first one, e.g.
   ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``).
+
+``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
+every other row (oracle rows included) from OUT/NAME.json.
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
 the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
@@ -43,7 +48,7 @@ FAMILIES = {  # family → specs
     "entropy budget": [f"mi:gamma={g},lam=0" for g in GAMMAS],
     "MI head λ=0.5": [f"mi:gamma={g},lam=0.5" for g in GAMMAS],
     "MI head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
-    "demask": [f"demask:delta={d}" for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
+    "demask": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
     "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],
@@ -88,13 +93,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--oracle-only", nargs="*", metavar="FAMILY", choices=list(ORACLE),
                    help="measure the exact-MI rows alone (or those of the named oracle families); keep the others from OUT/NAME.json")
     p.add_argument("--oracle-sets", nargs="+", choices=list(REGIME), default=list(REGIME), help="test sets the exact-MI oracle runs on")
+    p.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(FAMILIES),
+                   help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json")
     args = p.parse_args(argv)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
         return
-    measured = args.oracle_only or list(ORACLE)  # the oracle families to measure
+    if args.families and args.oracle_only is not None:
+        p.error("--families and --oracle-only each keep the rows the other measures; give one")
+    partial = args.families or args.oracle_only is not None  # some rows measured, the others kept
+    sweep = args.families or ([] if partial else list(FAMILIES))  # the sweep families to measure
+    measured = args.oracle_only or ([] if args.families else list(ORACLE))  # the oracle families to measure
     head_dir = args.head or args.model  # where build_policy finds the MI head
-    kept, runs = kept_rows(args, p, measured, head_dir) if args.oracle_only is not None else (None, [])
+    kept, runs = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [])
 
     torch.set_num_threads(args.threads)
     start = time.time()
@@ -105,13 +116,15 @@ def main(argv: list[str] | None = None) -> None:
     cache = results_cache(args.out, args.name, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
                           Path(head_dir) / HEAD_WEIGHTS, Path(head_dir) / HEAD_CONFIG],
                           n=args.n, threads=args.threads)  # (--exact-n and --quick show in the keys)
-    rows = kept or []
-    for family, specs in FAMILIES.items() if kept is None else ():
-        specs = specs[::2] if args.quick else specs
+    rows = kept
+    for family in sweep:
+        specs = FAMILIES[family][::2] if args.quick else FAMILIES[family]
         for r in compare(task, model, sets, [build_policy(s, model, head_dir) for s in specs], progress=False, cache=cache):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
-    if args.exact_n:
+    # Sweep rows in FAMILIES' order (re-measured ones back in their place), then the oracle rows as they were.
+    rows.sort(key=lambda r: (1, 0) if r["set"] not in REGIME else (0, list(FAMILIES).index(r["family"])))
+    if args.exact_n and measured:
         first = {oracle_label(name, args.exact_n): standard_set(args.data_dir, name, args.exact_n) for name in args.oracle_sets}
         for family in measured:
             policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in EXACT_GAMMAS]
@@ -119,8 +132,9 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "exact_n": args.exact_n,
-                "oracle_sets": args.oracle_sets, "measured": "all rows" if kept is None else measured,
+    oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets} if measured else {}  # (--families runs no oracle)
+    this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
+                "measured": sweep + measured if partial else "all rows",
                 "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
     result = {"model": this_run["model"], "head": this_run["head"], "n": args.n, "rows": rows, "runs": [*runs, this_run]}
     write(result, args.out, args.name)
@@ -138,25 +152,27 @@ def oracle_label(name: str, exact_n: int) -> str:
     return f"{name} (first {exact_n})"
 
 
-def kept_rows(args, p: argparse.ArgumentParser, measured: list[str], head_dir: str) -> tuple[list[dict], list[dict]]:
-    """The rows of OUT/NAME.json that ``--oracle-only`` keeps (all but the rows of the ``measured``
-    oracle families on the oracle sets about to be measured) and the runs that measured them,
-    refusing a file measured with another model, head or number of puzzles, or an oracle set that
-    would be left without its entropy-budget twin."""
+def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list[str], head_dir: str) -> tuple[list[dict], list[dict]]:
+    """The rows of OUT/NAME.json that ``--families`` or ``--oracle-only`` keeps (all but the rows of
+    the ``sweep`` families on the full test sets and of the ``measured`` oracle families on the oracle
+    sets about to be measured) and the runs that measured them, refusing a file measured with another
+    model, head or number of puzzles, or an oracle set that would be left without its entropy-budget twin."""
+    flag = "--families" if sweep else "--oracle-only"
     path = args.out / f"{args.name}.json"
     if not path.is_file():
-        p.error(f"--oracle-only: no {path} to keep the other rows from")
+        p.error(f"{flag}: no {path} to keep the other rows from")
     old = json.loads(path.read_text())
     if old.get("n") != args.n:
-        p.error(f"--oracle-only: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")
+        p.error(f"{flag}: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")
     if (old.get("model"), old.get("head")) != (shown_path(args.model), shown_path(head_dir)):
-        p.error(f"--oracle-only: {path} was measured with model {old.get('model')} and head {old.get('head')}, "
+        p.error(f"{flag}: {path} was measured with model {old.get('model')} and head {old.get('head')}, "
                 f"not {shown_path(args.model)} and {shown_path(head_dir)}")
-    labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets}
-    kept = [r for r in old["rows"] if r["set"] not in labels or r["family"] not in measured]
+    labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets} if measured else set()
+    kept = [r for r in old["rows"] if not (r["set"] in labels and r["family"] in measured)
+            and not (r["set"] in REGIME and r["family"] in sweep)]
     for label in sorted(labels):
         if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
-            p.error(f"--oracle-only: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
+            p.error(f"{flag}: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
     return kept, past_runs(old)
 
 

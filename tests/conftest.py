@@ -97,6 +97,24 @@ def sudoku_files(tmp_path):
 
 
 @pytest.fixture
+def sudoku_benchmark_inputs(tmp_path, sudoku_files):
+    """``(model_dir, data_dir)``: the small Sudoku model with a random relu MI head beside it, and a
+    ``--data-dir`` whose ``test-kaggle`` and ``test-hard`` sets are the 6 puzzles (benchmark scripts)."""
+    import shutil
+
+    from unmask.mi.estimator import HeadConfig, MIHead, save_head
+
+    model_dir, puzzles = sudoku_files
+    data = tmp_path / "sudoku"
+    data.mkdir()
+    for name in ("test-kaggle", "test-hard"):
+        shutil.copy(puzzles, data / f"{name}.csv")
+    torch.manual_seed(0)
+    save_head(MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu")), model_dir)
+    return model_dir, data
+
+
+@pytest.fixture
 def masked_batch():
     return _masked_batch
 

@@ -49,14 +49,9 @@ def test_frontier_picks_the_best_accuracy_within_the_passes():
     assert g[5]["mixture gap"] == -35.0  # past its last row the MI family's mixture stays at 55
 
 
-def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
-    from unmask.mi.estimator import HeadConfig, MIHead, save_head
-
+def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs):
     frontier = load_script("sudoku_frontier")
-    model_dir, puzzles = sudoku_files
-    data = standard_sets_of(puzzles, tmp_path / "sudoku")
-    torch.manual_seed(0)
-    save_head(MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu")), model_dir)
+    model_dir, data = sudoku_benchmark_inputs
     frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", "--quick",
                    "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
@@ -118,6 +113,24 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_files):
     with pytest.raises(SystemExit):  # rows measured with another model or head are not mixed in
         frontier.main(["--model", str(model_dir), "--head", str(tmp_path), "--data-dir", str(data), "--n", "4", "--exact-n", "2",
                        "--oracle-only", "--out", str(tmp_path / "out")])
+
+    # --families measures one sweep family's rows again, in their place, and keeps every other row.
+    for r in fourth["rows"]:
+        r["accuracy %"] = -1
+    (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps(fourth))
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--families", "demask", "--quick",
+                   "--out", str(tmp_path / "out")])
+    fifth = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    demask = [r for r in fifth["rows"] if r["family"] == "demask"]
+    assert len(demask) == 2 * len(frontier.FAMILIES["demask"][::2]) and all(r["accuracy %"] >= 0 for r in demask)
+    assert any("max_entropy=inf" not in r["policy"] for r in demask)  # the entropy cap is swept too
+    assert [r for r in fifth["rows"] if r["family"] != "demask"] == [r for r in fourth["rows"] if r["family"] != "demask"]
+    order = [r["family"] for r in fifth["rows"] if "(first" not in r["set"]]
+    assert order == sorted(order, key=list(frontier.FAMILIES).index)  # back in their place, not appended
+    assert fifth["runs"][-1]["measured"] == ["demask"] and "exact_n" not in fifth["runs"][-1]  # it ran no oracle
+    for bad in (["--families", "exact MI λ=2"], ["--families", "demask", "--oracle-only"]):
+        with pytest.raises(SystemExit):  # an oracle family is not a sweep family; the two flags do not mix
+            frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", *bad, "--out", str(tmp_path / "out")])
 
 
 def test_frontier_gaps_compare_each_oracle_set_with_its_own_entropy_twin():
