@@ -132,7 +132,7 @@ relu_head() {
       --target joint --out "$R"/mi_head_variants_joint                       # the same heads on the probe-joint MI J
 }
 
-# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 85 min; 84 more for
+# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 115 min; 84 more for
 #    the larger oracle), why its parallel decodes fail (13 min), the passes the puzzles allow
 #    (seconds), the MI map.
 exact_and_frontier() {

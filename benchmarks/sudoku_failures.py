@@ -15,8 +15,8 @@ that pass, so no order within that pass fixes it; only passes spent otherwise or
 
 For the families named by ``--culprits`` (the entropy budget by default), each *culprit pair* (a
 wrong cell and a right step-mate that alone fixes it) is ranked among all pairs of masked cells of
-the grid that pass saw, by the MI head and by exact MI (I and J, :mod:`unmask.mi.exact`): would an
-MI charge have seen the dependency? Decoding is argmax, as in every other table. Writes
+the grid that pass saw, by the MI head and by the exact scores of :mod:`unmask.mi.exact` (MI I and
+J, and DEMASK's influence D): would a dependency charge have seen it? Decoding is argmax, as in every other table. Writes
 ``benchmarks/results/sudoku_failures.{json,md,png}``.
 """
 
@@ -50,7 +50,8 @@ FAMILIES = {  # family → specs (the low-NFE end of benchmarks/sudoku_frontier.
     "topk": [f"topk:k={k}" for k in (5, 10, 20)],
 }
 SETS = ["test-kaggle", "test-hard"]
-ZERO = 1e-9  # nats: an MI score below this is 0 (the exact computation's rounding), so it ties with 0
+ZERO = 1e-9  # an MI or TV score below this is 0 (the exact computation's rounding), so it ties with 0
+SCORES = ["head", "exact I", "exact J", "exact D"]  # the dependency scores culprit pairs are ranked by
 
 
 @dataclass(frozen=True)
@@ -123,16 +124,17 @@ def _argmax(denoiser: Denoiser, tokens: torch.Tensor, batch_size: int) -> torch.
 def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-3, chunk: int = 32) -> dict[str, torch.Tensor]:
     """How high each MI score ranks each culprit pair among all pairs of masked cells of its state:
     ``(C,)`` the share of the state's other pairs scored below it, for the MI ``head`` and for the exact
-    MI (seed 000's I, symmetrised and clamped at 0, and the probe-joint J; ε-truncated at ``eps``);
-    ties count half. ``NAME zero``: ``(C,)`` bool, the score charges the pair exactly 0."""
+    MI (seed 000's I, symmetrised and clamped at 0, the probe-joint J, and DEMASK's total-variation
+    influence D; all ε-truncated at ``eps``); ties count half. ``NAME zero``: ``(C,)`` bool, the score
+    charges the pair exactly 0."""
     culprits = failures.culprits
     if len(culprits) == 0:
-        return {k: torch.zeros(0) for name in ("head", "exact I", "exact J") for k in (name, f"{name} zero")}
+        return {k: torch.zeros(0) for name in SCORES for k in (name, f"{name} zero")}
     states, index = culprits[:, 0].unique(return_inverse=True)  # (S,) puzzles with a culprit; (C,) which state
     grids = failures.before[states]  # (S, L)
     masked = grids == denoiser.mask_id  # (S, L)
     pairs = masked[:, :, None] & masked[:, None, :] & torch.ones(grids.shape[1], grids.shape[1], dtype=torch.bool).triu(1)  # (S, L, L) i < j
-    scores = {name: torch.zeros(pairs.shape, dtype=torch.float64) for name in ("head", "exact I", "exact J")}
+    scores = {name: torch.zeros(pairs.shape, dtype=torch.float64) for name in SCORES}
     for lo in range(0, len(grids), chunk):
         g = grids[lo : lo + chunk].to(denoiser.device)
         with torch.no_grad():
@@ -140,6 +142,7 @@ def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-
         exact = exact_mi(denoiser, g, eps=eps)
         scores["exact I"][lo : lo + chunk] = exact.symmetric.clamp_min(0).cpu()
         scores["exact J"][lo : lo + chunk] = exact.symmetric_joint.cpu()
+        scores["exact D"][lo : lo + chunk] = exact.symmetric_influence.cpu()
     out = {}
     for name, score in scores.items():  # (every score is symmetric: the pair ranks as its i < j entry)
         score = score.masked_fill(score.abs() < ZERO, 0.0)
@@ -169,7 +172,7 @@ def culprit_row(base: dict, ranks: dict[str, torch.Tensor]) -> dict:
     share it charges exactly 0."""
     out = {k: base[k] for k in ("set", "policy", "mean_nfe", "pairwise %")}
     out["culprit pairs"] = len(ranks["head"])
-    for name in ("head", "exact I", "exact J"):
+    for name in SCORES:
         r = ranks[name]
         out[f"{name} top-10 %"] = round(100 * float((r >= 0.9).double().mean()), 1) if len(r) else None
         out[f"{name} median rank"] = round(float(r.median()), 3) if len(r) else None

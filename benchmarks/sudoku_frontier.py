@@ -11,7 +11,8 @@ Families (each a sweep; specs in the README's policy table):
   dependency bound with a confidence threshold);
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
-  I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), and the entropy
+  I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
+  charging DEMASK's exact total-variation influence instead (``influence_exact``), and the entropy
   budget at the same γ, all on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost;
   ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
   and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
@@ -55,7 +56,8 @@ FAMILIES = {  # family → specs
 }
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
-          "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1"}
+          "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
+          "exact influence λ=2": "influence_exact:gamma={g},lam=2"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
 
 
@@ -144,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
 GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"], False),  # name → title, families, oracle sets
         "demask": ("DEMASK rule vs entropy budget", ["demask"], False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
-        "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True)}
+        "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
+        "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True)}
 
 
 def oracle_label(name: str, exact_n: int) -> str:

@@ -118,6 +118,7 @@ def test_culprit_pairs_are_ranked_among_their_states_pairs():
     # tie with all five others: the middle rank), while the probe joint's MI J sees the dependency.
     assert ranks["exact I"].tolist() == [0.5] and ranks["exact I zero"].tolist() == [True]
     assert ranks["exact J"].tolist() == [1.0] and ranks["exact J zero"].tolist() == [False]
+    assert ranks["exact D"].tolist() == [1.0]  # revealing cell 2 moves cell 3's argmax: the largest influence
     ranks = failures.culprit_ranks(Scripted(rule), lambda hidden: 1 - head(hidden), found)
     assert ranks["head"].tolist() == [0.0]  # every other pair is above it
 

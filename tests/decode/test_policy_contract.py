@@ -21,6 +21,7 @@ EXAMPLES = {
     "threshold": ["threshold:tau=0.9", "threshold:tau=0.5", "threshold:tau=1"],
     "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
     "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
+    "influence_exact": ["influence_exact:gamma=0.5,lam=1", "influence_exact:gamma=3,lam=0.5,eps=0.01"],
     "demask": ["demask:delta=0", "demask:delta=0.05", "demask:delta=1000", "demask:delta=0.5,max_entropy=0.5"],
     "learned": ["learned", "learned:steps=2", "learned:steps=6,sample=false"],
 }

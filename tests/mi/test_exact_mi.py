@@ -245,3 +245,37 @@ def test_truncated_joint_is_the_kept_values_joint(make_joint):
         want = float((sub[nz] * (sub[nz] / (a * b).expand_as(sub)[nz]).log()).sum())
         assert float(res.joint[0, i, j]) == pytest.approx(want, abs=1e-10), (i, j)
     assert cut > 0
+
+
+def analytic_influence(joint: torch.Tensor, i: int, j: int) -> float:
+    """D(i → j) = Σ_v P(X_i = v) · TV(P(X_j | X_i = v), P(X_j)) straight from a fully masked joint table."""
+    axes = tuple(k for k in range(joint.dim()) if k not in (i, j))
+    pair = joint.sum(dim=axes) if axes else joint  # (V, V), axes in order (min, max)
+    pair = pair if i < j else pair.T  # (X_i, X_j)
+    p_i, p_j = pair.sum(1), pair.sum(0)
+    cond = pair / p_i[:, None].clamp_min(1e-300)  # (V, V) P(X_j | X_i = v)
+    return float((p_i * 0.5 * (cond - p_j).abs().sum(1)).sum())
+
+
+def test_influence_matches_the_total_variation_of_the_joint(make_joint):
+    # Bug caught: TV taken against the wrong base (the probe's own row), without the ½, or unweighted by
+    # P(X_i = v): every off-diagonal entry must equal the analytic expected TV of the joint table.
+    oracle = make_joint(seq_len=4, vocab=3, seed=4, alpha=0.3)
+    res = exact_mi(oracle, torch.full((1, 4), oracle.mask_id))
+    for i, j in itertools.permutations(range(4), 2):
+        assert float(res.influence[0, i, j]) == pytest.approx(analytic_influence(oracle.joint, i, j), abs=1e-9)
+    assert (res.influence[0][~torch.eye(4, dtype=torch.bool)] > 1e-3).all()  # a dependent joint: not trivially 0
+    assert torch.allclose(res.symmetric_influence[0], 0.5 * (res.influence[0] + res.influence[0].T))
+
+
+def test_influence_is_zero_for_independent_positions_and_masks_given_ones():
+    a, b = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64), torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)
+    q = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        q[x, x] = a[x] * b  # X1 = X0; X2 independent of both
+    oracle = JointDenoiser(q)
+    res = exact_mi(oracle, torch.full((1, 3), oracle.mask_id))
+    assert float(res.influence[0, 0, 1]) == pytest.approx(float((a * (1 - a)).sum()), abs=1e-10)  # a copy moves all of it
+    assert res.influence[0, 0, 2].abs() < 1e-12 and res.influence[0, 2, 1].abs() < 1e-12
+    given = exact_mi(oracle, torch.tensor([[0, oracle.mask_id, oracle.mask_id]]))
+    assert (given.influence[0, 0] == 0).all() and (given.influence[0, :, 0] == 0).all()  # X0 is known: no row, no column

@@ -66,14 +66,16 @@ def test_mi_budget_charges_the_least_certain_token_unlike_eb(lam):
     assert mi_greedy(h, state.masked, torch.zeros(1, 4, 4), gamma, lam)[0].tolist() == [True, True, False, False]
 
 
-def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv):
+@pytest.mark.parametrize("spec", ["mi_exact:gamma=10,lam=10", "influence_exact:gamma=10,lam=20"])
+def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv, spec):
     # X1 = X2 uniform, X3 independent uniform: λ = 0 reveals everything at once and breaks the copy.
+    # Bug caught (influence_exact): the influence not charged (D = 2/3 here, so λ = 20 > (γ − 2 ln 3) / D).
     p = torch.zeros(3, 3, 3, dtype=torch.float64)
     for x in range(3):
         p[x, x, :] = 1 / 9
     oracle = JointDenoiser(p)
     assert empirical_tv(oracle, "mi:gamma=10,lam=0", n=2000) > 0.4
-    policy = attach(parse_policy("mi_exact:gamma=10,lam=10"), denoiser=oracle)
+    policy = attach(parse_policy(spec), denoiser=oracle)
     tokens = torch.full((2000, 3), oracle.mask_id)
     out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(2000))
     assert (out.tokens[:, 0] == out.tokens[:, 1]).all()

@@ -25,6 +25,13 @@ extra pass, equals ``raw`` when the conditionals are consistent, and is a true M
 0 ≤ J ≤ H(X_i | C), so a row of a position with H(X_i | C) < δ may be skipped at an error below δ.
 With ε-truncation the kept values' joint is used (the truncated joint conditioned on X_i being kept);
 its error is at most h(m) + m·log V for a skipped mass m (h the binary entropy).
+
+The same probes also give ``influence``, the dependency DEMASK bounds (Ringel et al. 2026, arXiv
+2604.02560): how far revealing X_i moves the prediction at j, in total variation,
+
+    D(i → j | C) = Σ_v P(X_i = v | C) · ½ Σ_w |P(X_j = w | X_i = v, C) − P(X_j = w | C)|,
+
+in [0, 1], laid out as ``raw`` (row i revealed, column j moved).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class ExactMI:
     bound: torch.Tensor  # (B, L) float64 error bound of each computed row (0 with ε = 0)
     passes: torch.Tensor  # (B,) forward passes spent on each state, the base pass included
     joint: torch.Tensor | None = None  # (B, L, L) float64 MI of each row's probe joint (see the module doc), laid out as raw
+    influence: torch.Tensor | None = None  # (B, L, L) float64 D(i → j): how far revealing i moves j (total variation), as raw
 
     @property
     def symmetric(self) -> torch.Tensor:
@@ -59,6 +67,11 @@ class ExactMI:
     def symmetric_joint(self) -> torch.Tensor:
         """``(B, L, L)`` the same for ``joint``, the MI of each row's probe joint."""
         return symmetrise(self.joint, self.rows)
+
+    @property
+    def symmetric_influence(self) -> torch.Tensor:
+        """``(B, L, L)`` the same for ``influence``, ½(D(i → j) + D(j → i))."""
+        return symmetrise(self.influence, self.rows)
 
     def asymmetry(self) -> float:
         """Mean |I_ij − I_ji| / (|I_ij| + |I_ji|) over off-diagonal pairs with both rows computed
@@ -112,6 +125,7 @@ def exact_mi(
     w = p[bi, ii, vi]  # (K,) P(X_i = v | C)
     expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev)  # (B, L, L) Σ_v P(X_i = v) H(X_j | X_i = v, C)
     mixture = torch.zeros(b, n, n, v, dtype=torch.float64, device=dev)  # (B, L, L, V) Σ_v P(X_i = v) P(X_j | X_i = v, C)
+    moved = torch.zeros(b, n, n, dtype=torch.float64, device=dev)  # (B, L, L) Σ_v P(X_i = v) TV(P(X_j | X_i = v, C), P(X_j | C))
     for k in range(0, len(bi), batch_size):  # one chunk of probes at a time: (chunk, L, V) in memory, never (K, L, V)
         at = slice(k, k + batch_size)
         p_cond = _log_probs(denoiser, probe_tokens[at]).exp()  # (k, L, V) P(X_j | X_i = v, C)
@@ -119,6 +133,8 @@ def exact_mi(
         h_cond = entropy(p_cond) * masked[bi[at]]  # (k, L) given positions have no uncertainty
         expected.index_put_((bi[at], ii[at]), w[at, None] * h_cond, accumulate=True)
         mixture.index_put_((bi[at], ii[at]), w[at, None, None] * p_cond, accumulate=True)
+        tv = 0.5 * (p_cond - p[bi[at]]).abs().sum(-1) * masked[bi[at]]  # (k, L) how far X_i = v moves each X_j
+        moved.index_put_((bi[at], ii[at]), w[at, None] * tv, accumulate=True)
     kept = torch.zeros(b, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w, accumulate=True)  # (B, L)
     # Fill in the skipped mass with the kept values' average conditional entropy.
     expected = expected / kept.clamp_min(1e-300)[:, :, None]
@@ -126,9 +142,10 @@ def exact_mi(
     raw = (h[:, None, :] - expected) * on_pairs
     mixture = mixture / kept.clamp_min(1e-300)[:, :, None, None]  # the probe joint's X_j marginal (kept values)
     joint = ((entropy(mixture) - expected) * on_pairs).clamp_min(0)  # a true MI: ≥ 0 up to rounding
+    influence = moved / kept.clamp_min(1e-300)[:, :, None] * on_pairs  # (kept values, as the others)
     bound = (1 - kept).clamp_min(0) * math.log(v) * rows
     passes = 1 + torch.bincount(bi, minlength=b)
-    return ExactMI(raw, rows, h, bound, passes, joint)
+    return ExactMI(raw, rows, h, bound, passes, joint, influence)
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:

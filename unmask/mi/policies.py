@@ -11,6 +11,9 @@ With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
 step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and returns every pass it
 runs (its own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
 
+``influence_exact`` is the ``mi_exact`` rule charging DEMASK's exact total-variation influence
+instead of MI (an oracle too).
+
 ``demask`` is the rule of DEMASK (arXiv 2604.02560), with our MI head as its dependency head: in
 entropy order, take position i while the total pairwise dependency of the taken set stays within δ
 — a bound on dependency alone, with no charge for a token's own uncertainty (``max_entropy``
@@ -123,13 +126,37 @@ class MIExact:
         _check(self.gamma, self.lam)
 
     def select(self, state: DecodeState) -> Selection:
-        if self.denoiser is None:
-            raise UnmaskError("mi_exact needs the denoiser to probe")
-        res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
         # A model's conditionals can give negative I; a negative charge would refill the budget.
-        mi = (res.symmetric_joint if self.joint else res.symmetric).float().clamp_min(0)
-        reveal = mi_greedy(entropy(state.probs), state.masked, mi, self.gamma, self.lam)
-        return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
+        return exact_budget(self, state, lambda res: (res.symmetric_joint if self.joint else res.symmetric).clamp_min(0))
+
+
+@register("influence_exact")
+@dataclass(frozen=True)
+class InfluenceExact:
+    """The same rule charging DEMASK's exact influence instead of MI: take i while H_i + λ·Σ_taken D_ij
+    fits γ, D_ij = ½(D(i → j) + D(j → i)) the total variation by which revealing one moves the other
+    (:mod:`unmask.mi.exact`; probe passes returned apart): an oracle."""
+
+    gamma: float = 0.1  # γ: budget in nats per step (entropy + λ·influence of each taken token)
+    lam: float = 2.0  # λ: weight of the pairwise influence (in [0, 1]) with tokens already taken
+    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    denoiser: object = resource("denoiser")  # the model to probe
+
+    def __post_init__(self) -> None:
+        _check(self.gamma, self.lam)
+
+    def select(self, state: DecodeState) -> Selection:
+        return exact_budget(self, state, lambda res: res.symmetric_influence)
+
+
+def exact_budget(policy, state: DecodeState, charge) -> Selection:
+    """The greedy budget rule with the pairwise ``charge(ExactMI)`` ``(B, L, L)`` of ``policy.denoiser``'s
+    exact probes (``policy``'s γ, λ and ε); every pass the probes run is returned as extra passes."""
+    if policy.denoiser is None:
+        raise UnmaskError(f"{policy.spec_name} needs the denoiser to probe")
+    res = exact_mi(policy.denoiser, state.tokens, eps=policy.eps)
+    reveal = mi_greedy(entropy(state.probs), state.masked, charge(res).float(), policy.gamma, policy.lam)
+    return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
 
 
 @register("demask")
