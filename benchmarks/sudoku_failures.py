@@ -9,9 +9,10 @@ placed before it is right) and ask of that pass's wrong cells:
   decoded from (nothing else), does the model's choice for a wrong cell become the right digit?
 - **pairwise**: does adding a single one of those right cells already fix a wrong cell?
 A failure with any of these is a *dependency* failure: revealing those cells one after another,
-which is what a pairwise-MI charge asks for (Shah et al., seed 000), would have avoided that error.
-The rest are the model's *own* errors: the cell was wrong given every right cell the decoder had at
-that pass, so no order within that pass fixes it; only passes spent otherwise or a better model do.
+which is what a pairwise-MI charge asks for (Shah et al., seed 000), would have avoided that error at
+that pass. The rest are the model's *own* errors: neither all of the pass's right cells nor any single
+one of them makes a wrong cell right (other subsets are not tried: the model is not monotone), so
+passes spent otherwise or a better model are what help.
 
 For the families named by ``--culprits`` (the entropy budget by default), each *culprit pair* (a
 wrong cell and a right step-mate that alone fixes it) is ranked among all pairs of masked cells of
@@ -59,7 +60,7 @@ class Failures:
     """Why each decode failed (see :func:`failure_causes`)."""
 
     causes: dict[str, torch.Tensor]  # cause → (N,) bool
-    before: torch.Tensor  # (N, L) the grid each puzzle's first wrong pass was decoded from (all masked if none)
+    before: torch.Tensor  # (N, L) the grid each failed puzzle's first wrong pass was decoded from (a correct one: its solution)
     culprits: torch.Tensor  # (C, 3) puzzle, wrong cell, a right step-mate that alone makes it right
 
 
@@ -103,7 +104,7 @@ def failure_causes(denoiser: Denoiser, result: DecodeResult, targets: torch.Tens
     pairwise = per_puzzle(pr, fixed_by_one.any(1))
     replayed = per_puzzle(rows, (~wrong_now[rows] | (alone == tokens[rows])).all(1)) | ~failed
     dependency = clash | fixed | pairwise  # (the model is not monotone: one mate may fix what all do not)
-    k, i = fixed_by_one.nonzero(as_tuple=True)
+    k, i = fixed_by_one.nonzero(as_tuple=True)  # (C,) each: a (puzzle, mate) context and the wrong cell it fixes
     causes = {"correct": ~failed, "clash": clash, "fixed": fixed, "pairwise": pairwise, "dependency": dependency,
               "own": failed & ~dependency, "replayed": replayed}
     return Failures(causes, before, torch.stack([pr[k], i, pj[k]], 1))
@@ -144,11 +145,11 @@ def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-
         scores["exact J"][lo : lo + chunk] = exact.symmetric_joint.cpu()
         scores["exact D"][lo : lo + chunk] = exact.symmetric_influence.cpu()
     out = {}
-    for name, score in scores.items():  # (every score is symmetric: the pair ranks as its i < j entry)
+    i, j = culprits[:, 1:].sort(1).values.unbind(1)  # (C,) each: the pair as i < j
+    for name, score in scores.items():  # (every score is symmetric up to rounding: a pair ranks as its i < j entry)
         score = score.masked_fill(score.abs() < ZERO, 0.0)
-        mine = score[index, culprits[:, 1], culprits[:, 2]]  # (C,)
+        mine = score[index, i, j]  # (C,)
         others = pairs[index].clone()  # (C, L, L) the state's other pairs
-        i, j = culprits[:, 1:].sort(1).values.unbind(1)
         others[torch.arange(len(culprits)), i, j] = False
         below = ((score[index] < mine[:, None, None]) & others).sum((1, 2))  # (C,)
         tied = ((score[index] == mine[:, None, None]) & others).sum((1, 2))  # (C,) ties count half (mid-rank)
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.time()
     head_dir = args.head or args.model
     model = load_model(args.model, task="sudoku")
-    head = load_head(head_dir) if args.culprits else None
+    head = load_head(head_dir).to(model.device) if args.culprits else None
     task = SudokuTask()
     peers = task.related_pairs()  # (81, 81)
     rows, culprit_rows = [], []

@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     # Sweep rows in FAMILIES' order (re-measured ones back in their place), then the oracle rows as they were.
-    rows.sort(key=lambda r: (1, 0) if r["set"] not in REGIME else (0, list(FAMILIES).index(r["family"])))
+    order = {family: k for k, family in enumerate(FAMILIES)}  # (a family no longer swept goes last)
+    rows.sort(key=lambda r: (1, 0) if r["set"] not in REGIME else (0, order.get(r["family"], len(order))))
     if args.exact_n and measured:
         first = {oracle_label(name, args.exact_n): standard_set(args.data_dir, name, args.exact_n) for name in args.oracle_sets}
         for family in measured:

@@ -483,11 +483,34 @@ def test_targets_read_the_chosen_exact_mi(make_model):
     assert (data["joint"] >= 0).all() and (data["joint"] <= data["entropy"][:, :, None] + 1e-5).all()
     assert torch.equal(targets(data, "joint"), symmetrise(data["joint"].float(), data["rows"]))
     assert torch.equal(targets(data), symmetrise(data["mi"].float(), data["rows"]))
+    assert (data["influence"] >= 0).all() and (data["influence"] <= 1 + 1e-6).all()  # a total variation
+    assert torch.equal(targets(data, "influence"), symmetrise(data["influence"].float(), data["rows"]))
     del data["joint"]
     with pytest.raises(UnmaskError, match="no 'joint' targets"):
         targets(data, "joint")
-    with pytest.raises(UnmaskError, match="target must be one of raw, joint"):
+    with pytest.raises(UnmaskError, match="target must be one of raw, joint, influence"):
         HeadTrainConfig(target="both")
+
+
+def test_data_built_before_a_target_was_stored_loads_without_it(tmp_path, make_model):
+    # Bug caught: a KeyError traceback (or a refusal as "another shape") when shards of an older build,
+    # without the influence array, are loaded beside newer ones; fitting on it must say what is missing.
+    import numpy as np
+
+    from unmask.mi.data import load_mi_datasets
+    from unmask.mi.fit import targets
+
+    cfg = MIDataConfig(states=8, shard_size=4, rows=3, eps=0.01, policy="topk:k=2", seed=1)
+    for name in ("old", "new"):
+        build_mi_data(partial(make_model), prompts(), cfg, tmp_path / name, progress=False)
+    older = shard_path(tmp_path / "old", 1)  # an old shard: everything but the influence
+    arrays = {k: v for k, v in np.load(older).items() if k != "influence"}
+    np.savez_compressed(older, **arrays)
+    assert "influence" not in load_mi_data(tmp_path / "old") and "influence" in load_mi_data(tmp_path / "new")
+    both = load_mi_datasets([tmp_path / "new", tmp_path / "old"])
+    assert "influence" not in both and both["tokens"].shape == (16, 16) and "joint" in both
+    with pytest.raises(UnmaskError, match="no 'influence' targets"):
+        targets(both, "influence")
 
 
 def test_fit_head_fits_and_records_its_target(make_model):

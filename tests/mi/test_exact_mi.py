@@ -279,3 +279,19 @@ def test_influence_is_zero_for_independent_positions_and_masks_given_ones():
     assert res.influence[0, 0, 2].abs() < 1e-12 and res.influence[0, 2, 1].abs() < 1e-12
     given = exact_mi(oracle, torch.tensor([[0, oracle.mask_id, oracle.mask_id]]))
     assert (given.influence[0, 0] == 0).all() and (given.influence[0, :, 0] == 0).all()  # X0 is known: no row, no column
+
+
+def test_truncated_influence_is_the_kept_values_average(make_joint):
+    # Bug caught: the truncated influence not renormalised by the kept mass (it would shrink by it).
+    oracle = make_joint(seq_len=3, vocab=3, seed=3, alpha=0.3)  # P(X_1 = 2) = 0.086 < ε: row 1 is cut
+    joint, eps = oracle.joint, 0.1
+    res = exact_mi(oracle, torch.full((1, 3), oracle.mask_id), eps=eps)
+    for i, j in itertools.permutations(range(3), 2):
+        pair = joint.sum(dim=3 - i - j)  # (V, V), axes in order (min, max)
+        pair = pair if i < j else pair.T  # (X_i, X_j)
+        p_i, p_j = pair.sum(1), pair.sum(0)
+        kept = (p_i >= eps) | (p_i == p_i.max())
+        tv = 0.5 * (pair / p_i[:, None] - p_j).abs().sum(1)  # (V,) TV(P(X_j | X_i = v), P(X_j))
+        want = float((p_i * tv)[kept].sum() / p_i[kept].sum())
+        assert float(res.influence[0, i, j]) == pytest.approx(want, abs=1e-9)
+    assert not bool(((joint.sum(dim=(0, 2)) >= eps)).all())  # some value really was cut

@@ -79,6 +79,7 @@ def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> d
         "rows": res.rows.numpy(),
         "mi": res.raw.numpy().astype(np.float32),
         "joint": res.joint.numpy().astype(np.float32),  # the MI of each row's probe joint (exact_mi's ``joint``)
+        "influence": res.influence.numpy().astype(np.float32),  # DEMASK's total-variation influence (exact_mi's ``influence``)
         "entropy": res.entropy.numpy().astype(np.float32),
         "bound": res.bound.numpy().astype(np.float32),
         "passes": res.passes.numpy().astype(np.int32),
@@ -154,7 +155,8 @@ def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
     if missing:  # an interrupted build: fitting on a silent subset would misreport the head
         raise UnmaskError(f"{directory}: {missing} of {cfg.shards} MI data shards missing (rerun `unmask mi data`; it resumes)")
     parts = [dict(np.load(f)) for f in files]
-    return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in parts[0]}
+    common = [key for key in parts[0] if all(key in p for p in parts)]  # (shards built before a target was stored lack it)
+    return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in common}
 
 
 def load_mi_datasets(directories: list, model_sha256: str | None = None) -> dict[str, torch.Tensor]:
@@ -168,6 +170,6 @@ def load_mi_datasets(directories: list, model_sha256: str | None = None) -> dict
         raise UnmaskError(f"{', '.join(map(str, directories))}: MI data built with another model than the one given; "
                           "build it with this model (unmask mi data --model)")
     for d, p in zip(directories[1:], parts[1:]):
-        if set(p) != set(parts[0]) or p["tokens"].shape[1:] != parts[0]["tokens"].shape[1:]:
+        if p["tokens"].shape[1:] != parts[0]["tokens"].shape[1:]:
             raise UnmaskError(f"{d}: MI data of another shape than {directories[0]}")
-    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0] if all(k in p for p in parts)}

@@ -31,7 +31,9 @@ The same probes also give ``influence``, the dependency DEMASK bounds (Ringel et
 
     D(i → j | C) = Σ_v P(X_i = v | C) · ½ Σ_w |P(X_j = w | X_i = v, C) − P(X_j = w | C)|,
 
-in [0, 1], laid out as ``raw`` (row i revealed, column j moved).
+in [0, 1], laid out as ``raw`` (row i revealed, column j moved; its diagonal is 1 − Σ_v P(X_i = v)²,
+as ``raw``'s is H(X_i | C)). With ε-truncation it is the kept values' average, off by at most the
+skipped mass m.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class HeadTrainConfig:
     d_hidden: int = 128  # head MLP width
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
-    target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint
+    target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint; "influence": DEMASK's D
     seed: int = 0  # init and batch order
 
     def __post_init__(self) -> None:
@@ -40,7 +40,7 @@ class HeadTrainConfig:
             raise UnmaskError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
 
 
-TARGETS = {"raw": "mi", "joint": "joint"}  # HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
+TARGETS = {"raw": "mi", "joint": "joint", "influence": "influence"}  # HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
 
 
 def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
