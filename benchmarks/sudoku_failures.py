@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from unmask.decode.loop import DecodeResult
-from unmask.denoiser import Denoiser
+from unmask.denoiser import Denoiser, never_mask
 from unmask.eval import decode_all, markdown_table, shown_path
 from unmask.io import atomic_write
 from unmask.mi.estimator import load_head
@@ -116,9 +116,7 @@ def _argmax(denoiser: Denoiser, tokens: torch.Tensor, batch_size: int) -> torch.
     for lo in range(0, len(tokens), batch_size):
         with torch.no_grad():
             logits = denoiser(tokens[lo : lo + batch_size].to(denoiser.device)).logits.float().cpu()  # (b, L, V)
-        if denoiser.mask_id < logits.shape[-1]:
-            logits[..., denoiser.mask_id] = float("-inf")
-        out[lo : lo + batch_size] = logits.argmax(-1)
+        out[lo : lo + batch_size] = never_mask(logits, denoiser.mask_id).argmax(-1)
     return out
 
 

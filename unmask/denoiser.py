@@ -38,3 +38,13 @@ class Denoiser(Protocol):
     def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
         """One forward pass on token ids ``(B, L)``."""
         ...
+
+
+def never_mask(logits: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """``logits`` ``(…, V)`` with the mask id at −∞ when it is one of the V predictable tokens (a copy
+    then), so no decode chooses or samples it; unchanged otherwise."""
+    if mask_id >= logits.shape[-1]:
+        return logits
+    logits = logits.clone()
+    logits[..., mask_id] = float("-inf")
+    return logits

@@ -20,7 +20,7 @@ import torch
 
 from unmask.decode.policy import Policy, as_selection
 from unmask.decode.state import DecodeState
-from unmask.denoiser import Denoiser
+from unmask.denoiser import Denoiser, never_mask
 from unmask.errors import UnmaskError
 
 TOKEN_SALT = 0x70C  # salt of the uniforms used by the token rule (policies use other salts)
@@ -110,9 +110,7 @@ def decode_steps(
             break
         logits, hidden = denoiser(tokens[rows])
         logits, hidden = logits.to(device), hidden.to(device)  # no-ops for a model on the tokens' device
-        if denoiser.mask_id < logits.shape[-1]:
-            logits = logits.clone()
-            logits[..., denoiser.mask_id] = float("-inf")
+        logits = never_mask(logits, denoiser.mask_id)
         state = DecodeState(tokens[rows], masked[rows], logits, hidden, step, seeds[rows], rows)
         sel = as_selection(policy.select(state))
         reveal = sel.reveal & state.masked  # (R, L)

@@ -155,8 +155,12 @@ def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:
     if missing:  # an interrupted build: fitting on a silent subset would misreport the head
         raise UnmaskError(f"{directory}: {missing} of {cfg.shards} MI data shards missing (rerun `unmask mi data`; it resumes)")
     parts = [dict(np.load(f)) for f in files]
-    common = [key for key in parts[0] if all(key in p for p in parts)]  # (shards built before a target was stored lack it)
-    return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in common}
+    return {key: torch.from_numpy(np.concatenate([p[key] for p in parts])) for key in common_keys(parts)}
+
+
+def common_keys(parts: list[dict]) -> list[str]:
+    """The arrays every part holds, in the first part's order (shards built before a target was stored lack it)."""
+    return [key for key in parts[0] if all(key in p for p in parts)]
 
 
 def load_mi_datasets(directories: list, model_sha256: str | None = None) -> dict[str, torch.Tensor]:
@@ -172,4 +176,4 @@ def load_mi_datasets(directories: list, model_sha256: str | None = None) -> dict
     for d, p in zip(directories[1:], parts[1:]):
         if p["tokens"].shape[1:] != parts[0]["tokens"].shape[1:]:
             raise UnmaskError(f"{d}: MI data of another shape than {directories[0]}")
-    return {k: torch.cat([p[k] for p in parts]) for k in parts[0] if all(k in p for p in parts)}
+    return {k: torch.cat([p[k] for p in parts]) for k in common_keys(parts)}

@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from unmask.decode.scores import entropy
-from unmask.denoiser import Denoiser
+from unmask.denoiser import Denoiser, never_mask
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,5 @@ def exact_mi(
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:
-    logits = denoiser(tokens)[0].to(tokens.device).double()
-    if denoiser.mask_id < logits.shape[-1]:
-        logits[..., denoiser.mask_id] = float("-inf")
+    logits = never_mask(denoiser(tokens)[0].to(tokens.device).double(), denoiser.mask_id)
     return torch.log_softmax(logits, -1)
