@@ -9,6 +9,9 @@ Families (each a sweep; specs in the README's policy table):
 - DEMASK's rule with the head as dependency head (``demask:delta=δ,max_entropy=h``): δ from 0.003 to
   1 nats, each with no entropy cap and with caps from 0.03 to 1 nats (DEMASK's own sweep pairs its
   dependency bound with a confidence threshold);
+- with ``--influence-head DIR``, a head fitted to DEMASK's influence D instead of MI (``unmask mi train
+  --target influence``) in both rules: charged as λ·Σ D̂ (``mi:gamma=γ,lam=λ``, λ ∈ {2, 8}) and bounded
+  (``demask``, the same δ and caps);
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
@@ -50,10 +53,14 @@ FAMILIES = {  # family → specs
     "MI head λ=0.5": [f"mi:gamma={g},lam=0.5" for g in GAMMAS],
     "MI head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
     "demask": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
+    "D head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
+    "D head λ=8": [f"mi:gamma={g},lam=8" for g in GAMMAS],
+    "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
     "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],
 }
+INFLUENCE = ["D head λ=2", "D head λ=8", "demask, D head"]  # the families decoding with --influence-head
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
           "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
@@ -84,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
     p.add_argument("--head", help="folder of the MI head (mi_head.*) to use (default: the model folder's)")
+    p.add_argument("--influence-head", help="folder of a head fitted to DEMASK's influence D (mi_head.*); "
+                   f"measures the families {', '.join(INFLUENCE)}")
     p.add_argument("--data-dir", default="data/sudoku", type=Path, help="folder of test-kaggle.csv and test-hard.csv")
     p.add_argument("--n", type=int, default=1000, help="puzzles of each test set")
     p.add_argument("--exact-n", type=int, default=100, help="puzzles for the exact-MI oracle (0: skip)")
@@ -104,10 +113,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.families and args.oracle_only is not None:
         p.error("--families and --oracle-only each keep the rows the other measures; give one")
     partial = args.families or args.oracle_only is not None  # some rows measured, the others kept
-    sweep = args.families or ([] if partial else list(FAMILIES))  # the sweep families to measure
+    sweep = args.families or ([] if partial else [f for f in FAMILIES if args.influence_head or f not in INFLUENCE])  # to measure
+    if any(f in INFLUENCE for f in sweep) and not args.influence_head:
+        p.error(f"--families {' '.join(f for f in sweep if f in INFLUENCE)} needs --influence-head")
     measured = args.oracle_only or ([] if args.families else list(ORACLE))  # the oracle families to measure
     head_dir = args.head or args.model  # where build_policy finds the MI head
-    kept, runs = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [])
+    kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [], None)
+    influence_head = shown_path(args.influence_head) if args.influence_head else kept_influence  # what D-head rows were measured with
 
     torch.set_num_threads(args.threads)
     start = time.time()
@@ -115,13 +127,16 @@ def main(argv: list[str] | None = None) -> None:
     task = SudokuTask()
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
     # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
-    cache = results_cache(args.out, args.name, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
-                          Path(head_dir) / HEAD_WEIGHTS, Path(head_dir) / HEAD_CONFIG],
-                          n=args.n, threads=args.threads)  # (--exact-n and --quick show in the keys)
+    # One cache per head: a spec's rows depend on the head it decodes with.
+    caches = {folder: results_cache(args.out, args.name + suffix, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
+                                    Path(folder) / HEAD_WEIGHTS, Path(folder) / HEAD_CONFIG],
+                                    n=args.n, threads=args.threads)  # (--exact-n and --quick show in the keys)
+              for folder, suffix in ((head_dir, ""), (args.influence_head, ".influence_head")) if folder}
     rows = kept
     for family in sweep:
         specs = FAMILIES[family][::2] if args.quick else FAMILIES[family]
-        for r in compare(task, model, sets, [build_policy(s, model, head_dir) for s in specs], progress=False, cache=cache):
+        folder = args.influence_head if family in INFLUENCE else head_dir
+        for r in compare(task, model, sets, [build_policy(s, model, folder) for s in specs], progress=False, cache=caches[folder]):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     # Sweep rows in FAMILIES' order (re-measured ones back in their place), then the oracle rows as they were.
@@ -131,21 +146,26 @@ def main(argv: list[str] | None = None) -> None:
         first = {oracle_label(name, args.exact_n): standard_set(args.data_dir, name, args.exact_n) for name in args.oracle_sets}
         for family in measured:
             policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in EXACT_GAMMAS]
-            for r in compare(task, model, first, policies, progress=False, cache=cache):
+            for r in compare(task, model, first, policies, progress=False, cache=caches[head_dir]):
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets} if measured else {}  # (--families runs no oracle)
     this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
+                **({"influence_head": shown_path(args.influence_head)} if args.influence_head else {}),
                 "measured": sweep + measured if partial else "all rows",
-                "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
-    result = {"model": this_run["model"], "head": this_run["head"], "n": args.n, "rows": rows, "runs": [*runs, this_run]}
+                "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": sum(c.hits for c in caches.values())}
+    with_d = influence_head and any(r["family"] in INFLUENCE for r in rows)
+    heads = {"head": this_run["head"], **({"influence_head": influence_head} if with_d else {})}
+    result = {"model": this_run["model"], **heads, "n": args.n, "rows": rows, "runs": [*runs, this_run]}
     write(result, args.out, args.name)
-    cache.done()
+    for cache in caches.values():
+        cache.done()
 
 
 GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"], False),  # name → title, families, oracle sets
         "demask": ("DEMASK rule vs entropy budget", ["demask"], False),
+        "influence_head": ("D head (MI rule and DEMASK rule) vs entropy budget", INFLUENCE, False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
         "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True)}
@@ -156,11 +176,13 @@ def oracle_label(name: str, exact_n: int) -> str:
     return f"{name} (first {exact_n})"
 
 
-def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list[str], head_dir: str) -> tuple[list[dict], list[dict]]:
+def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list[str],
+              head_dir: str) -> tuple[list[dict], list[dict], str | None]:
     """The rows of OUT/NAME.json that ``--families`` or ``--oracle-only`` keeps (all but the rows of
     the ``sweep`` families on the full test sets and of the ``measured`` oracle families on the oracle
-    sets about to be measured) and the runs that measured them, refusing a file measured with another
-    model, head or number of puzzles, or an oracle set that would be left without its entropy-budget twin."""
+    sets about to be measured), the runs that measured them and the D head its kept D-head rows were
+    measured with, refusing a file measured with another model, head, D head or number of puzzles, or
+    an oracle set that would be left without its entropy-budget twin."""
     flag = "--families" if sweep else "--oracle-only"
     path = args.out / f"{args.name}.json"
     if not path.is_file():
@@ -174,10 +196,14 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
     labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets} if measured else set()
     kept = [r for r in old["rows"] if not (r["set"] in labels and r["family"] in measured)
             and not (r["set"] in REGIME and r["family"] in sweep)]
+    old_influence = old.get("influence_head")
+    if args.influence_head and old_influence and any(r["family"] in INFLUENCE and r["family"] not in sweep for r in kept) \
+            and old_influence != shown_path(args.influence_head):
+        p.error(f"{flag}: {path}'s D-head rows were measured with {old_influence}, not {shown_path(args.influence_head)}")
     for label in sorted(labels):
         if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
             p.error(f"{flag}: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
-    return kept, past_runs(old)
+    return kept, past_runs(old), old_influence
 
 
 def past_runs(old: dict) -> list[dict]:

@@ -58,7 +58,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
                    "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
     families = {r["family"] for r in result["rows"]}
-    assert families == set(frontier.FAMILIES) | set(frontier.ORACLE)
+    assert families == (set(frontier.FAMILIES) - set(frontier.INFLUENCE)) | set(frontier.ORACLE)  # no D head given
     assert all(r["n"] == (2 if "(first" in r["set"] else 4) for r in result["rows"])
     assert all(0 <= r["accuracy %"] <= 100 and r["mean_nfe"] >= 1 for r in result["rows"])
     for family in ("exact MI λ=2", "exact joint MI λ=2"):
@@ -133,6 +133,43 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
     for bad in (["--families", "exact MI λ=2"], ["--families", "demask", "--oracle-only"]):
         with pytest.raises(SystemExit):  # an oracle family is not a sweep family; the two flags do not mix
             frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", *bad, "--out", str(tmp_path / "out")])
+
+
+def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_benchmark_inputs):
+    from unmask.mi.estimator import HeadConfig, MIHead, save_head
+
+    frontier = load_script("sudoku_frontier")
+    model_dir, data = sudoku_benchmark_inputs
+    out = ["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--out", str(tmp_path / "out")]
+    mi_head = MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu"))
+    with torch.no_grad():
+        mi_head.weight.zero_()  # an MI head charging every pair 0: its rules are the entropy budget's
+    save_head(mi_head, model_dir)
+    frontier.main([*out, "--exact-n", "0"])
+    first = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    assert "influence_head" not in first and not any(r["family"] in frontier.INFLUENCE for r in first["rows"])
+    with pytest.raises(SystemExit):  # a D-head family needs the D head
+        frontier.main([*out, "--families", "D head λ=8"])
+
+    # A D head charging every pair 100: every D-head rule reveals one cell per pass (the MI head's do not).
+    d_head = MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu"))
+    with torch.no_grad():
+        d_head.bias.fill_(100.0)
+    save_head(d_head, tmp_path / "d_head")
+    frontier.main([*out, "--families", *frontier.INFLUENCE, "--influence-head", str(tmp_path / "d_head")])
+    second = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    d_rows = [r for r in second["rows"] if r["family"] in frontier.INFLUENCE]
+    assert {r["family"] for r in d_rows} == set(frontier.INFLUENCE)
+    assert len(d_rows) == 2 * sum(len(frontier.FAMILIES[f]) for f in frontier.INFLUENCE)
+    masked = {r["set"]: r["mean_nfe"] for r in second["rows"] if r["policy"] == "mi:gamma=0.01,lam=0.0"}  # one cell a pass
+    assert all(r["mean_nfe"] == masked[r["set"]] for r in d_rows)
+    loose = [r for r in second["rows"] if r["family"] == "MI head λ=2" and r["policy"] == "mi:gamma=5.0,lam=2.0"]
+    assert loose and all(r["mean_nfe"] < masked[r["set"]] for r in loose)  # the same spec with the MI head
+    assert second["influence_head"] == str(tmp_path / "d_head") and second["runs"][-1]["measured"] == frontier.INFLUENCE
+    assert [r for r in second["rows"] if r not in d_rows] == first["rows"]
+    assert "influence_head_gaps" in second  # (empty: the tiny model needs more passes than the regime)
+    with pytest.raises(SystemExit):  # D-head rows measured with another D head are not mixed in
+        frontier.main([*out, "--families", "D head λ=2", "--influence-head", str(model_dir)])
 
 
 def test_frontier_gaps_compare_each_oracle_set_with_its_own_entropy_twin():
