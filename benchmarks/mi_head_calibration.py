@@ -18,27 +18,30 @@ from pathlib import Path
 from unmask.eval import markdown_table
 from unmask.plots import pyplot, save_png
 
+QUANTITY = {"raw": ("exact MI", "nats"), "joint": ("exact probe-joint MI", "nats"),  # a head's target → its name, unit
+            "influence": ("exact influence D", "total variation")}
 SUMMARY = ["spearman", "spearman_matters", "spearman_matters_both_rows", "symmetric_vs_one_direction_spearman_matters",
            "pearson", "mse", "top10_recall", "independent_mean_charge", "independent_share_zero", "relative_cost",
            "train_states", "val_states", "head_parameters"]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("head", type=Path, help="folder with mi_head.json")
     p.add_argument("--old", type=Path, help="another head's folder, for the summary table")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/sudoku_head_calibration"))
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     meta = json.loads((args.head / "mi_head.json").read_text())
     m = meta["metrics"]
+    name, unit = QUANTITY[m.get("target", "raw")]  # (heads fitted before targets were a choice fit the paper's I)
     heads = [{"head": f"{args.head} ({meta['config']['link']})", **{k: m.get(k) for k in SUMMARY}}]
     if args.old:
         old = json.loads((args.old / "mi_head.json").read_text())
         heads.append({"head": f"{args.old} ({old['config'].get('link', 'softplus')})", **{k: old["metrics"].get(k) for k in SUMMARY}})
-    bins = [{"exact MI from": b["exact_from"], "to": b["exact_to"], "pairs": b["pairs"], "mean exact": b["mean_exact"],
+    bins = [{f"{name} from": b["exact_from"], "to": b["exact_to"], "pairs": b["pairs"], "mean exact": b["mean_exact"],
              "mean predicted": b["mean_predicted"], "share predicted 0": b["share_predicted_zero"]} for b in m["calibration"]]
-    md = markdown_table(heads, ["head", *SUMMARY]) + "\n\nCalibration (held-out pairs, bins of the exact MI):\n\n"
+    md = markdown_table(heads, ["head", *SUMMARY]) + f"\n\nCalibration (held-out pairs, bins of the {name}):\n\n"
     md += markdown_table(bins, list(bins[0]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(md + "\n")
@@ -51,9 +54,9 @@ def main() -> None:
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="calibrated")
     ax.set_xscale("symlog", linthresh=1e-3)
     ax.set_yscale("symlog", linthresh=1e-3)
-    ax.set_xlabel("mean exact MI in the bin (nats)")
-    ax.set_ylabel("mean predicted MI (nats)")
-    ax.set_title("MI head calibration (held-out states)")
+    ax.set_xlabel(f"mean {name} in the bin ({unit})")
+    ax.set_ylabel(f"mean predicted ({unit})")
+    ax.set_title(f"Head calibration against {name} (held-out states)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -11,7 +11,7 @@ Families (each a sweep; specs in the README's policy table):
   dependency bound with a confidence threshold);
 - with ``--influence-head DIR``, a head fitted to DEMASK's influence D instead of MI (``unmask mi train
   --target influence``) in both rules: charged as λ·Σ D̂ (``mi:gamma=γ,lam=λ``, λ ∈ {2, 8}) and bounded
-  (``demask``, the same δ and caps);
+  (``demask``, the same caps, δ up to 3: D is a total variation in [0, 1], larger than MI);
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
@@ -55,7 +55,7 @@ FAMILIES = {  # family → specs
     "demask": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
     "D head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
     "D head λ=8": [f"mi:gamma={g},lam=8" for g in GAMMAS],
-    "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
+    "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
     "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],

@@ -718,3 +718,17 @@ def test_exact_mi_scaling_resumes_after_an_interruption_with_the_same_rows(tmp_p
     scaling.main([*args, "--out", str(tmp_path / "out")])
     assert calls == [("test-kaggle", "sequential"), ("test-kaggle", "parallel"), ("test-hard", "sequential"), ("test-hard", "parallel")]
     assert json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"] == clean
+
+
+def test_head_calibration_names_the_quantity_its_head_was_fitted_to(tmp_path):
+    calibration = load_script("mi_head_calibration")
+    bins = [{"exact_from": 0.0, "exact_to": 0.01, "pairs": 5, "mean_exact": 0.002, "mean_predicted": 0.004, "share_predicted_zero": 0.5},
+            {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": 0.3, "mean_predicted": 0.2, "share_predicted_zero": 0.0}]
+    for target, name in (("influence", "exact influence D"), (None, "exact MI")):  # (no target: a head fitted before targets were a choice)
+        head = tmp_path / str(target)
+        head.mkdir()
+        metrics = {"calibration": bins, "spearman": 0.5, **({"target": target} if target else {})}
+        (head / "mi_head.json").write_text(json.dumps({"config": {"link": "relu"}, "metrics": metrics}))
+        calibration.main([str(head), "--out", str(tmp_path / f"cal-{target}")])
+        md = (tmp_path / f"cal-{target}.md").read_text()
+        assert f"| {name} from |" in md and f"bins of the {name})" in md and (tmp_path / f"cal-{target}.png").is_file()
