@@ -187,6 +187,8 @@ def test_mi_train_default_never_writes_the_shipped_model(files, tmp_path, capsys
     run = tmp_path / "runs" / "mi-head-sudoku"
     assert {"mi_head.safetensors", "mi_head.json", "model.safetensors", "config.json"} <= set(tree_digest(run))
     assert tree_digest(model_dir) == given and tree_digest(SHIPPED_SUDOKU) == shipped
+    meta = json.loads((run / "mi_head.json").read_text())  # paths inside the working directory recorded relative to it
+    assert (meta["base_model"], meta["data"]) == (str(model_dir.relative_to(tmp_path)), ["mi-data"])
     # the default output is usable as it is: --model RUN --policy mi finds the head beside the model
     assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(run), "--policy", "mi:lam=1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 6

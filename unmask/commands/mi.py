@@ -51,6 +51,7 @@ def _data(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from unmask.artifacts import MI_HEAD, copy_model
+    from unmask.eval import shown_path
     from unmask.mi.data import load_mi_datasets
     from unmask.mi.estimator import save_head
     from unmask.mi.fit import HeadTrainConfig, fit_head, head_cost
@@ -67,7 +68,8 @@ def _train(args: argparse.Namespace) -> None:
     metrics["denoiser_parameters"] = model.num_parameters()
     out = Path(args.out or Path("runs") / f"mi-head-{args.task}")  # a default never writes a shipped model's folder
     copy_model(args.model, out)
-    save_head(head, out, {"metrics": metrics, "data": [str(d) for d in args.data], "base_model": str(args.model)})
+    # (paths as shown_path records them: relative inside the working directory, no machine prefix)
+    save_head(head, out, {"metrics": metrics, "data": [shown_path(d) for d in args.data], "base_model": shown_path(args.model)})
     print(json.dumps(metrics, indent=1))
     print(f"saved {out / MI_HEAD.weights} beside a copy of the model: decode with --model {out} --policy mi", file=sys.stderr)
 
