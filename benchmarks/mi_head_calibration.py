@@ -35,13 +35,16 @@ def main(argv: list[str] | None = None) -> None:
     meta = json.loads((args.head / "mi_head.json").read_text())
     m = meta["metrics"]
     name, unit = QUANTITY[m.get("target", "raw")]  # (heads fitted before targets were a choice fit the paper's I)
-    heads = [{"head": f"{args.head} ({meta['config']['link']})", **{k: m.get(k) for k in SUMMARY}}]
+    heads = [{"head": f"{args.head} ({meta['config']['link']})", "target": QUANTITY[m.get("target", "raw")][0],
+              **{k: m.get(k) for k in SUMMARY}}]
     if args.old:
         old = json.loads((args.old / "mi_head.json").read_text())
-        heads.append({"head": f"{args.old} ({old['config'].get('link', 'softplus')})", **{k: old["metrics"].get(k) for k in SUMMARY}})
+        heads.append({"head": f"{args.old} ({old['config'].get('link', 'softplus')})",
+                      "target": QUANTITY[old["metrics"].get("target", "raw")][0], **{k: old["metrics"].get(k) for k in SUMMARY}})
     bins = [{f"{name} from": b["exact_from"], "to": b["exact_to"], "pairs": b["pairs"], "mean exact": b["mean_exact"],
              "mean predicted": b["mean_predicted"], "share predicted 0": b["share_predicted_zero"]} for b in m["calibration"]]
-    md = markdown_table(heads, ["head", *SUMMARY]) + f"\n\nCalibration (held-out pairs, bins of the {name}):\n\n"
+    # (each head's metrics are against its own target)
+    md = markdown_table(heads, ["head", "target", *SUMMARY]) + f"\n\nCalibration (held-out pairs, bins of the {name}):\n\n"
     md += markdown_table(bins, list(bins[0]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(md + "\n")
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     ax.set_yscale("symlog", linthresh=1e-3)
     ax.set_xlabel(f"mean {name} in the bin ({unit})")
     ax.set_ylabel(f"mean predicted ({unit})")
-    ax.set_title(f"Head calibration against {name} (held-out states)")
+    ax.set_title(f"Calibration vs {name} (held out)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -731,4 +731,4 @@ def test_head_calibration_names_the_quantity_its_head_was_fitted_to(tmp_path):
         (head / "mi_head.json").write_text(json.dumps({"config": {"link": "relu"}, "metrics": metrics}))
         calibration.main([str(head), "--out", str(tmp_path / f"cal-{target}")])
         md = (tmp_path / f"cal-{target}.md").read_text()
-        assert f"| {name} from |" in md and f"bins of the {name})" in md and (tmp_path / f"cal-{target}.png").is_file()
+        assert f"| {name} from |" in md and f"(relu) | {name} |" in md and f"bins of the {name})" in md and (tmp_path / f"cal-{target}.png").is_file()
