@@ -124,6 +124,13 @@ relu_head() {
   run mkdir -p "$R"/sudoku_head_relu
   run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors "$R"/sudoku_head_relu/
   run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --old "$MODEL" --out "$R"/sudoku_head_calibration
+  # The same head fitted to DEMASK's influence D (the same states; 2 min).
+  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H \
+      --out runs/mi-head-influence-$H --steps 3000 --target influence
+  run mkdir -p "$R"/sudoku_head_influence
+  run cp runs/mi-head-influence-$H/mi_head.json runs/mi-head-influence-$H/mi_head.safetensors "$R"/sudoku_head_influence/
+  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_influence --old "$R"/sudoku_head_relu \
+      --out "$R"/sudoku_head_influence_calibration
   run python benchmarks/mi_head_cost.py "$R"/sudoku_head_relu "$MODEL" --out "$R"/mi_head_cost \
       --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
   run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
@@ -140,7 +147,11 @@ exact_and_frontier() {
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R"
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 150 --out "$R" \
       --oracle-sets test-hard --oracle-only "entropy budget" "exact MI λ=2"      # the oracle on 150 test-hard puzzles (84 min)
+  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --out "$R" \
+      --families "D head λ=2" "D head λ=8" "demask, D head" --influence-head "$R"/sudoku_head_influence  # the D head (about 40 min)
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R"
+  run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_influence --n 300 --threads 2 --out "$R" \
+      --name sudoku_failures_dhead                                           # the same with the D head
   run python benchmarks/sudoku_rounds.py --out "$R"
   run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --joint \
       --out "$R"/sudoku_mi_map.png
