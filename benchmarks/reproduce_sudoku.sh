@@ -144,11 +144,10 @@ relu_head() {
 #    (seconds), the MI map.
 exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
-  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R"
+  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R" \
+      --influence-head "$R"/sudoku_head_influence                              # (the D-head families: 35 of its minutes)
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 150 --out "$R" \
       --oracle-sets test-hard --oracle-only "entropy budget" "exact MI λ=2"      # the oracle on 150 test-hard puzzles (84 min)
-  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --out "$R" \
-      --families "D head λ=2" "D head λ=8" "demask, D head" --influence-head "$R"/sudoku_head_influence  # the D head (about 40 min)
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R"
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_influence --n 300 --threads 2 --out "$R" \
       --name sudoku_failures_dhead                                           # the same with the D head

@@ -23,7 +23,8 @@ Families (each a sweep; specs in the README's policy table):
   ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``).
 
 ``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
-every other row (oracle rows included) from OUT/NAME.json.
+every other row (oracle rows included) from OUT/NAME.json. A full run without ``--influence-head``
+refuses to overwrite a file that has D-head rows.
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
 the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     measured = args.oracle_only or ([] if args.families else list(ORACLE))  # the oracle families to measure
     head_dir = args.head or args.model  # where build_policy finds the MI head
     kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [], None)
+    if not partial and not args.influence_head:
+        refuse_to_drop_d_rows(args, p)
     influence_head = shown_path(args.influence_head) if args.influence_head else kept_influence  # what D-head rows were measured with
 
     torch.set_num_threads(args.threads)
@@ -152,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets} if measured else {}  # (--families runs no oracle)
     this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
-                **({"influence_head": shown_path(args.influence_head)} if args.influence_head else {}),
+                **({"influence_head": shown_path(args.influence_head)} if any(f in INFLUENCE for f in sweep) else {}),
                 "measured": sweep + measured if partial else "all rows",
                 "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": sum(c.hits for c in caches.values())}
     with_d = influence_head and any(r["family"] in INFLUENCE for r in rows)
@@ -204,6 +207,15 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
         if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
             p.error(f"{flag}: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
     return kept, past_runs(old), old_influence
+
+
+def refuse_to_drop_d_rows(args, p: argparse.ArgumentParser) -> None:
+    """A full run without ``--influence-head`` would rewrite OUT/NAME.json without its D-head rows: refuse."""
+    path = args.out / f"{args.name}.json"
+    old = json.loads(path.read_text()) if path.is_file() else {"rows": []}
+    if any(r["family"] in INFLUENCE for r in old["rows"]):
+        p.error(f"{path} has D-head rows ({old.get('influence_head')}) that this run would drop: "
+                "give --influence-head to measure them again, or --families to measure the others")
 
 
 def past_runs(old: dict) -> list[dict]:

@@ -167,9 +167,28 @@ def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_b
     assert loose and all(r["mean_nfe"] < masked[r["set"]] for r in loose)  # the same spec with the MI head
     assert second["influence_head"] == str(tmp_path / "d_head") and second["runs"][-1]["measured"] == frontier.INFLUENCE
     assert [r for r in second["rows"] if r not in d_rows] == first["rows"]
-    assert "influence_head_gaps" in second  # (empty: the tiny model needs more passes than the regime)
+    order = [r["family"] for r in second["rows"]]
+    assert order == sorted(order, key=list(frontier.FAMILIES).index)  # the D families in their place, not appended
     with pytest.raises(SystemExit):  # D-head rows measured with another D head are not mixed in
         frontier.main([*out, "--families", "D head λ=2", "--influence-head", str(model_dir)])
+    with pytest.raises(SystemExit):  # a full run without the D head would drop its rows
+        frontier.main([*out, "--exact-n", "0"])
+
+    # Measuring other families keeps the D head's rows and its name.
+    frontier.main([*out, "--families", "topk"])
+    third = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    assert third["influence_head"] == second["influence_head"] and "influence_head" not in third["runs"][-1]
+    assert [r for r in third["rows"] if r["family"] in frontier.INFLUENCE] == d_rows
+
+    # A full run with both heads: each family decodes with its own head (one cache per head, although
+    # "MI head λ=2" and "D head λ=2" share their specs).
+    frontier.main([*out, "--exact-n", "0", "--influence-head", str(tmp_path / "d_head")])
+    full = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+
+    def measured(rows, families):  # (timings aside)
+        return [(r["family"], r["set"], r["policy"], r["mean_nfe"], r["accuracy %"]) for r in rows if r["family"] in families]
+    assert measured(full["rows"], frontier.INFLUENCE) == measured(d_rows, frontier.INFLUENCE)
+    assert measured(full["rows"], ["MI head λ=2"]) == measured(first["rows"], ["MI head λ=2"])
 
 
 def test_frontier_gaps_compare_each_oracle_set_with_its_own_entropy_twin():
@@ -724,7 +743,7 @@ def test_head_calibration_names_the_quantity_its_head_was_fitted_to(tmp_path):
     calibration = load_script("mi_head_calibration")
     bins = [{"exact_from": 0.0, "exact_to": 0.01, "pairs": 5, "mean_exact": 0.002, "mean_predicted": 0.004, "share_predicted_zero": 0.5},
             {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": 0.3, "mean_predicted": 0.2, "share_predicted_zero": 0.0}]
-    for target, name in (("influence", "exact influence D"), (None, "exact MI")):  # (no target: a head fitted before targets were a choice)
+    for target, name in ((None, "exact MI"), ("influence", "exact influence D")):  # (no target: a head fitted before targets were a choice)
         head = tmp_path / str(target)
         head.mkdir()
         metrics = {"calibration": bins, "spearman": 0.5, **({"target": target} if target else {})}
@@ -732,3 +751,7 @@ def test_head_calibration_names_the_quantity_its_head_was_fitted_to(tmp_path):
         calibration.main([str(head), "--out", str(tmp_path / f"cal-{target}")])
         md = (tmp_path / f"cal-{target}.md").read_text()
         assert f"| {name} from |" in md and f"(relu) | {name} |" in md and f"bins of the {name})" in md and (tmp_path / f"cal-{target}.png").is_file()
+    # Beside an older head, each row names its own head's target.
+    calibration.main([str(tmp_path / "influence"), "--old", str(tmp_path / "None"), "--out", str(tmp_path / "both")])
+    md = (tmp_path / "both.md").read_text()
+    assert "influence (relu) | exact influence D |" in md and "None (relu) | exact MI |" in md
