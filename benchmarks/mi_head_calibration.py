@@ -20,6 +20,13 @@ from unmask.plots import pyplot, save_png
 
 QUANTITY = {"raw": ("exact MI", "nats"), "joint": ("exact probe-joint MI", "nats"),  # a head's target → its name, unit
             "influence": ("exact influence D", "total variation")}
+
+
+def target_of(metrics: dict) -> tuple[str, str]:
+    """The name and unit of what a head was fitted to (heads fitted before targets were a choice fit the paper's I)."""
+    return QUANTITY[metrics.get("target", "raw")]
+
+
 SUMMARY = ["spearman", "spearman_matters", "spearman_matters_both_rows", "symmetric_vs_one_direction_spearman_matters",
            "pearson", "mse", "top10_recall", "independent_mean_charge", "independent_share_zero", "relative_cost",
            "train_states", "val_states", "head_parameters"]
@@ -34,13 +41,12 @@ def main(argv: list[str] | None = None) -> None:
 
     meta = json.loads((args.head / "mi_head.json").read_text())
     m = meta["metrics"]
-    name, unit = QUANTITY[m.get("target", "raw")]  # (heads fitted before targets were a choice fit the paper's I)
-    heads = [{"head": f"{args.head} ({meta['config']['link']})", "target": QUANTITY[m.get("target", "raw")][0],
-              **{k: m.get(k) for k in SUMMARY}}]
+    name, unit = target_of(m)
+    heads = [{"head": f"{args.head} ({meta['config']['link']})", "target": name, **{k: m.get(k) for k in SUMMARY}}]
     if args.old:
         old = json.loads((args.old / "mi_head.json").read_text())
         heads.append({"head": f"{args.old} ({old['config'].get('link', 'softplus')})",
-                      "target": QUANTITY[old["metrics"].get("target", "raw")][0], **{k: old["metrics"].get(k) for k in SUMMARY}})
+                      "target": target_of(old["metrics"])[0], **{k: old["metrics"].get(k) for k in SUMMARY}})
     bins = [{f"{name} from": b["exact_from"], "to": b["exact_to"], "pairs": b["pairs"], "mean exact": b["mean_exact"],
              "mean predicted": b["mean_predicted"], "share predicted 0": b["share_predicted_zero"]} for b in m["calibration"]]
     # (each head's metrics are against its own target)
