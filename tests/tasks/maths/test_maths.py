@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 import re
 from itertools import islice
 
@@ -18,7 +17,7 @@ from unmask.errors import UnmaskError
 from unmask.eval import evaluate
 from unmask.model import TransformerDenoiser
 from unmask.tasks.maths.answer import extract_answer, normalise_number
-from unmask.tasks.maths.arith import ArithConfig, Problem, generate, make_problem, max_value
+from unmask.tasks.maths.arith import ArithConfig, Problem, generate, max_value
 from unmask.tasks.maths.data import read_problems, write_problems
 from unmask.tasks.maths.task import TOKENIZER, MathsTask, MathsTraining, default_model_config
 

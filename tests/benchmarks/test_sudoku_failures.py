@@ -7,7 +7,7 @@ import json
 
 import torch
 
-from tests.test_benchmarks import load_script
+from tests.benchmarks.scripts import load_script
 from unmask.decode.loop import DecodeResult
 from unmask.denoiser import DenoiserOutput
 

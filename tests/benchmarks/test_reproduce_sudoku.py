@@ -1,0 +1,201 @@
+"""benchmarks/reproduce_sudoku.sh (dry runs: what it would run, where, and what it refuses) and benchmarks/sudoku_rounds.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.scripts import ROOT, load_script, standard_sets_of
+
+
+REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
+
+
+def reproduce(*args: str, stamps: Path, **env: str):
+    """``DRY_RUN=1 reproduce_sudoku.sh ARGS`` with its stamps under ``stamps`` (prints, runs nothing)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "STAMPS": str(stamps), "DRY_RUN": "1", **env}
+    return subprocess.run(["bash", str(REPRODUCE), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def shipped_hash() -> str:
+    from unmask.runs import file_digest
+
+    return file_digest(ROOT / "unmask" / "models" / "sudoku" / "model.safetensors")
+
+
+def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(tmp_path):
+    import re
+
+    r = reproduce("3", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("13456789")  # the data is always made if missing
+    h = shipped_hash()  # the script's hash is the library's file_digest
+    assert f"on model {h}" in r.stdout
+    # the shipped head is refitted into the model's own folder, with the link it was shipped with
+    assert "mi train --task sudoku --model unmask/models/sudoku" in r.stdout
+    assert "--link softplus --out unmask/models/sudoku" in r.stdout
+    for out in ("data/mi/sudoku", "data/mi/sudoku-seq", "data/mi/sudoku-par", "runs/mi-head-sudoku",
+                "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
+        assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
+    for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
+        assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
+    if not (ROOT / "runs" / f"order-sudoku-T8-{h}" / "checkpoint.pt").exists():  # (a local run past stage 1 skips it)
+        assert re.search(rf"--budget 8 --steps 400\n.*--out runs/order-sudoku-T8-{h} .*--budget 8 --steps 1200\n", r.stdout)
+    assert not any(tmp_path.iterdir())  # a dry run stamps nothing
+
+
+def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
+    h = shipped_hash()
+    (tmp_path / h).mkdir()
+    (tmp_path / h / "step-4").write_text("done\n")
+    (tmp_path / "0123456789abcdef").mkdir()
+    (tmp_path / "0123456789abcdef" / "step-5").write_text("done\n")  # another model's stamp
+    r = reproduce("3", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
+    assert "--link softplus" not in r.stdout and "sudoku_mi_stats" not in r.stdout
+    assert f"step 5 (mi_tables) on model {h}" in r.stdout
+    assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
+
+
+@pytest.mark.parametrize("start", ["0", "10", "x", "3 4"])
+def test_reproduce_sudoku_refuses_a_step_that_is_not_one(tmp_path, start):
+    r = reproduce(start, stamps=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "FROM must be a step number" in r.stderr
+    assert r.stdout == ""
+
+
+def test_reproduce_sudoku_runs_only_the_steps_asked_for(tmp_path):
+    import re
+
+    r = reproduce("3", "4", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("1349")  # data and the README check always
+    r = reproduce("9", stamps=tmp_path)  # the README check alone (TO defaults to the last step)
+    assert r.returncode == 0, r.stderr
+    assert re.findall(r"^step (\d)", r.stdout, re.M) == list("19")
+    r = reproduce("5", "3", stamps=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "TO must be a step number 5-9" in r.stderr
+
+
+def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tmp_path):
+    # Bugs caught: the 12-layer run not started from the 6-layer one, its shape flag passed on a resume
+    # (refused by `unmask sudoku train`), the hard puzzles it trains on not made, the export not the 12-layer run's.
+    r = reproduce("1", "2", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ")]
+    six = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku " in c + " "]
+    twelve = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku-stack12" in c]
+    assert len(six) == 1 and len(twelve) == 1 and lines.index(six[0]) < lines.index(twelve[0])
+    assert "--init runs/sudoku/model" in twelve[0] and "--puzzles data/sudoku/train-hard.csv" in twelve[0]
+    assert ("--n-layers 12" in twelve[0]) != ("--resume" in twelve[0])  # the shape on a fresh start only
+    if not (ROOT / "data" / "sudoku" / "train-hard.csv").exists():
+        assert any("--kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv" in c for c in lines)
+    assert "cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors unmask/models/sudoku/" in r.stdout
+
+
+def candidate(tmp_path: Path) -> tuple[str, str]:
+    """A candidate's model folder (weights of its own, so a hash of its own) and results folder."""
+    model = tmp_path / "cand" / "model"
+    model.mkdir(parents=True)
+    (model / "model.safetensors").write_bytes(b"candidate weights")
+    return str(model), str(tmp_path / "cand" / "results")
+
+
+def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(tmp_path):
+    # Bugs caught: any command of steps 3-8 reading the shipped model (a command left without
+    # --model uses it by default) or writing where shipped files are (a benchmark left without --out
+    # writes into benchmarks/results), the stamps left in runs/ (lost between sessions).
+    import re
+
+    model, results = candidate(tmp_path)
+    r = reproduce("3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
+    assert r.returncode == 0, r.stderr
+    commands = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ") and "check_readme" not in line]
+    assert len(commands) > 20
+    for line in commands:  # nothing shipped is named: every path is the candidate's, or a build
+        assert "unmask/models" not in line and "benchmarks/results" not in line, line
+        for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
+            assert path.startswith((model, results, "runs/", "data/")), line
+    reads_a_model = re.compile(r"benchmarks/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
+                               r"learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
+    readers = [c for c in commands if reads_a_model.search(c)]
+    assert len(readers) >= 15 and all(f"--model {model}" in c for c in readers), [c for c in readers if model not in c]
+    for c in commands:  # every benchmark writes under the candidate's results (or a run folder)
+        if c.startswith("python benchmarks/"):
+            out = re.search(r"--out (\S+)", c) or re.search(r"keep_order_policy\.py \S+ (\S+)", c)
+            assert out and out.group(1).startswith((results, "runs/")), c
+    assert f"--link softplus --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
+    assert f"order_policy.safetensors {model}/\n" in r.stdout
+    assert not (tmp_path / "unused").exists()
+    import hashlib
+
+    h = hashlib.sha256(b"candidate weights").hexdigest()[:16]
+    (Path(results) / "stamps" / h).mkdir(parents=True)
+    (Path(results) / "stamps" / h / "step-3").write_text("done\n")  # stamps default to RESULTS/stamps
+    r = reproduce("3", "3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
+    assert f"step 3 (baselines): done on model {h}, skipped" in r.stdout
+
+
+def test_reproduce_sudoku_keeps_a_candidate_path_with_spaces_whole(tmp_path):
+    # Bug caught: an unquoted $MODEL or $RESULTS splits into several words (the model hash turns into
+    # "none", a command reads or writes "my" and "cand/...").
+    import hashlib
+    import shlex
+
+    model, results = candidate(tmp_path / "my cand")
+    r = reproduce("3", stamps=tmp_path / "unused", MODEL=model, RESULTS=results, STAMPS="")
+    assert r.returncode == 0, r.stderr
+    assert f"on model {hashlib.sha256(b'candidate weights').hexdigest()[:16]}" in r.stdout
+    commands = [shlex.split(line) for line in r.stdout.splitlines() if line.startswith("  ")]
+    paths = [c[i + 1] for c in commands for i, a in enumerate(c[:-1]) if a in ("--model", "--out", "--head", "--old")]
+    assert len(paths) > 20
+    assert all(p.startswith((model, results, "runs/", "data/")) for p in paths), paths
+    assert sum(p.startswith(model) for p in paths) >= 15 and sum(p.startswith(results) for p in paths) >= 10
+    words = [w for c in commands for w in c if str(tmp_path) in w]  # positional paths and NAME=DIR too
+    assert len(words) > 40 and all(str(tmp_path / "my cand") in w for w in words), [w for w in words if "my cand" not in w]
+
+
+@pytest.mark.parametrize("which", ["model only", "results only", "step 2", "no model"])
+def test_reproduce_sudoku_refuses_a_half_candidate(tmp_path, which):
+    model, results = candidate(tmp_path)
+    env, args = {"MODEL": model, "RESULTS": results}, ["3"]
+    if which == "model only":
+        del env["RESULTS"]  # would overwrite the shipped tables
+    elif which == "results only":
+        del env["MODEL"]  # would refit the shipped model's head
+    elif which == "step 2":
+        args = ["1", "4"]  # step 2 trains the shipped model
+    else:
+        env["MODEL"] = str(tmp_path / "missing")
+    r = reproduce(*args, stamps=tmp_path, **env)
+    assert r.returncode == 2 and r.stdout == "", r.stdout  # refused before any work, data included
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("reproduce_sudoku.sh: ")
+
+
+def test_rounds_script_counts_every_puzzle_once(tmp_path, sudoku_files):
+    from unmask.tasks.sudoku.data import read_puzzles
+    from unmask.tasks.sudoku.grid import singles_rounds
+
+    rounds_script = load_script("sudoku_rounds")
+    _, puzzles = sudoku_files
+    data = standard_sets_of(puzzles, tmp_path / "sudoku", ["test-kaggle"])
+    rounds_script.main(["--data-dir", str(data), "--sets", "test-kaggle", "--out", str(tmp_path / "out")])
+    result = json.loads((tmp_path / "out" / "sudoku_rounds.json").read_text())
+    expected = [singles_rounds(q.tolist()) for q in read_puzzles(puzzles).quizzes]
+    (row,) = result["rows"]
+    assert row["puzzles"] == 6 and sum(result["rounds_histogram"]["test-kaggle"].values()) == 6
+    assert row["singles solve %"] == round(100 * sum(r is not None for r in expected) / 6, 1)
+    cumulative = [row[f"≤{k} %"] for k in range(1, rounds_script.MAX_SHOWN + 1)]
+    assert cumulative == [round(100 * sum(r is not None and r <= k for r in expected) / 6, 1)
+                          for k in range(1, rounds_script.MAX_SHOWN + 1)]
+    solved = [r for r in expected if r is not None]
+    assert row["mean rounds"] == round(sum(solved) / len(solved), 2) and row["max rounds"] == max(solved)
+    assert (tmp_path / "out" / "sudoku_rounds.md").read_text().startswith("| set | puzzles |")
