@@ -20,6 +20,8 @@ EXAMPLES = {
     "eb": ["eb:gamma=0", "eb:gamma=0.5", "eb:gamma=2,metric=top_prob"],
     "threshold": ["threshold:tau=0.9", "threshold:tau=0.5", "threshold:tau=1"],
     "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
+    "mi_steps": ["mi_steps:steps=1,lam=0", "mi_steps:steps=3,lam=1", "mi_steps:steps=50,lam=4"],
+    "mi_paced": ["mi_paced:gamma=0,lam=1", "mi_paced:gamma=0.5,lam=0", "mi_paced:gamma=2,lam=4"],
     "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
     "influence_exact": ["influence_exact:gamma=0.5,lam=1", "influence_exact:gamma=3,lam=0.5,eps=0.01"],
     "demask": ["demask:delta=0", "demask:delta=0.05", "demask:delta=1000", "demask:delta=0.5,max_entropy=0.5"],

@@ -9,11 +9,12 @@ import torch
 
 from unmask.decode import TokenRule, decode
 from unmask.decode.policy import as_selection
+from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState
 from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
 from unmask.mi import exact_mi
-from unmask.mi.policies import mi_greedy
+from unmask.mi.policies import MIPaced, mi_count_greedy, mi_greedy
 from unmask.oracle import JointDenoiser
 from unmask.policies import attach, parse_policy
 
@@ -139,7 +140,8 @@ def test_lambda_one_still_charges_mi():
     assert got[0].tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("spec", ["mi:gamma=-1", "mi:lam=-1", "mi_exact:gamma=-0.5", "mi_exact:lam=-2"])
+@pytest.mark.parametrize("spec", ["mi:gamma=-1", "mi:lam=-1", "mi_exact:gamma=-0.5", "mi_exact:lam=-2", "mi_paced:gamma=-1",
+                                  "mi_paced:lam=-1", "influence_exact:lam=-1"])
 def test_negative_gamma_or_lambda_is_refused(spec):
     # Bug caught: the check requiring both to be negative before refusing (or losing its message).
     with pytest.raises(UnmaskError, match="gamma and lam must be >= 0"):
@@ -225,3 +227,111 @@ def test_exact_mi_policy_charges_the_probe_joint_when_asked():
     assert paper.reveal[0].tolist() == [True, False, False]
     assert joint.reveal[0].tolist() == [True, True, True]
     assert torch.equal(paper.extra_passes, joint.extra_passes)  # the same probes
+
+
+def count_greedy_reference(h: list[float], mi: list[list[float]], lam: float, count: int) -> set[int]:
+    """Reference: ``count`` times, take the untaken position of least h_i + λ Σ_{j taken} mi[j][i] (ties: lower i)."""
+    taken: list[int] = []
+    for _ in range(count):
+        left = [i for i in range(len(h)) if i not in taken]
+        taken.append(min(left, key=lambda i: (h[i] + lam * sum(mi[j][i] for j in taken), i)))
+    return set(taken)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mi_count_greedy_matches_the_reference(seed):
+    g = torch.Generator().manual_seed(seed)
+    b, n = 3, 10
+    h = torch.rand(b, n, generator=g)
+    masked = torch.rand(b, n, generator=g) < 0.7
+    masked[:, 0] = True
+    mi = torch.rand(b, n, n, generator=g) * (torch.rand(b, n, n, generator=g) < 0.3)  # sparse, not symmetric
+    count = torch.stack([torch.randint(1, int(m.sum()) + 1, (), generator=g) for m in masked])
+    lam = float(torch.rand(1, generator=g)) * 4
+    got = mi_count_greedy(h, masked, mi, lam, count)
+    for r in range(b):
+        idx = masked[r].nonzero().squeeze(1).tolist()
+        sub = [[float(mi[r, i, j]) for j in idx] for i in idx]  # sub[a][c]: charge to idx[c] once idx[a] is taken
+        want = {idx[k] for k in count_greedy_reference([float(h[r, i]) for i in idx], sub, lam, int(count[r]))}
+        assert set(got[r].nonzero().squeeze(1).tolist()) == want
+
+
+def test_mi_count_greedy_swaps_a_dependent_position_for_an_independent_one():
+    h = torch.tensor([[0.01, 0.02, 0.03, 0.04]])
+    masked = torch.ones(1, 4, dtype=torch.bool)
+    mi = torch.zeros(1, 4, 4)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5  # 1 depends on 0
+    two = torch.tensor([2])
+    assert mi_count_greedy(h, masked, mi, 0.0, two)[0].tolist() == [True, True, False, False]
+    assert mi_count_greedy(h, masked, mi, 1.0, two)[0].tolist() == [True, False, True, False]
+    # The count is kept whatever the charge: with every pair dependent, the least certain still come in.
+    assert mi_count_greedy(h, masked, torch.ones(1, 4, 4), 100.0, torch.tensor([4]))[0].all()
+    # λ → 0 through the greedy loop gives the entropy prefix, ties to the lower position.
+    tied = torch.tensor([[0.5, 0.1, 0.5, 0.1]])
+    for lam in (0.0, 1e-12):
+        assert mi_count_greedy(tied, masked, mi, lam, two)[0].tolist() == [False, True, False, True]
+
+
+def test_mi_steps_takes_exactly_its_passes_and_needs_its_head():
+    joint = torch.rand(*(3,) * 5, generator=torch.Generator().manual_seed(1))
+    oracle = JointDenoiser(joint / joint.sum())
+    for steps in (1, 2, 5):
+        policy = attach(parse_policy(f"mi_steps:steps={steps},lam=2"), mi_head=lambda hid: torch.ones(*hid.shape[:2], hid.shape[1]))
+        res = decode(oracle, torch.full((4, 5), oracle.mask_id), policy, TokenRule())
+        assert res.nfe.tolist() == [steps] * 4
+    with pytest.raises(UnmaskError, match="MI estimator head"):
+        parse_policy("mi_steps:steps=2,lam=1").select(DecodeState(torch.full((1, 3), 5), torch.ones(1, 3, dtype=torch.bool),
+                                                                  torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), 0,
+                                                                  torch.zeros(1, dtype=torch.long)))
+    for bad in ("mi_steps:lam=-1", "mi_steps:steps=0"):
+        with pytest.raises(UnmaskError):
+            parse_policy(bad)
+
+
+def paced_state(seed: int, b: int = 4, n: int = 12):
+    """A random state (entropies spread over 0–1.5 nats, a random share masked) and a random sparse
+    non-negative MI head over it."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(b, n, 5, generator=g) * torch.rand(b, n, 1, generator=g) * 4
+    masked = torch.rand(b, n, generator=g) < 0.8
+    masked[:, 0] = True
+    tokens = torch.where(masked, 5, torch.randint(5, (b, n), generator=g))
+    mi = torch.rand(b, n, n, generator=g) * (torch.rand(b, n, n, generator=g) < 0.4)
+    state = DecodeState(tokens, masked, logits, torch.zeros(b, n, 2), 0, torch.zeros(b, dtype=torch.long))
+    return state, (lambda hidden: mi)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mi_paced_keeps_the_entropy_budgets_pace_and_chooses_by_the_charge(seed):
+    # Bugs caught: the count taken from the charged rule (mi) instead of the entropy budget; the charge
+    # ignored (entropy prefix for every λ); negative head outputs not clamped; λ = 0 not the budget itself.
+    state, head = paced_state(seed)
+    h = entropy(state.probs)
+    for gamma in (0.0, 0.3, 1.0, 3.0):
+        budget = mi_greedy(h, state.masked, None, gamma, 0.0)
+        assert torch.equal(MIPaced(gamma=gamma, lam=0.0).select(state), budget)  # λ = 0: the entropy budget
+        for lam in (0.5, 4.0):
+            got = attach(MIPaced(gamma=gamma, lam=lam), mi_head=head).select(state)
+            assert torch.equal(got.sum(1), budget.sum(1))  # the budget's pace, whatever the charge
+            assert torch.equal(got, mi_count_greedy(h, state.masked, head(None), lam, budget.sum(1)))
+            assert not (got & ~state.masked).any()
+            flipped = attach(MIPaced(gamma=gamma, lam=lam), mi_head=lambda hid: -head(hid)).select(state)
+            assert torch.equal(flipped, budget)  # negative estimates charge nothing
+
+
+def test_mi_paced_swaps_a_dependent_position_where_mi_would_reveal_fewer():
+    # Four cells, each less certain than the one before; 1 depends on 0. γ just above H_0 + H_1: the
+    # budget takes {0, 1}; the charged rule (mi) takes {0} alone; mi_paced takes as many, swapping 1 for 2.
+    logits = torch.zeros(1, 4, 9)
+    logits[0, :, 0] = torch.tensor([8.0, 7.0, 6.0, 5.0])
+    state = DecodeState(torch.full((1, 4), 9), torch.ones(1, 4, dtype=torch.bool), logits, torch.zeros(1, 4, 2), 0,
+                        torch.zeros(1, dtype=torch.long))
+    h = entropy(state.probs)
+    gamma = float(h[0, 0] + h[0, 1]) + 0.1 * float(h[0, 2] - h[0, 1])
+    mi = torch.zeros(1, 4, 4)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5
+    assert MIPaced(gamma=gamma, lam=0.0).select(state)[0].tolist() == [True, True, False, False]
+    assert mi_greedy(h, state.masked, mi, gamma, 1.0)[0].tolist() == [True, False, False, False]
+    assert attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid: mi).select(state)[0].tolist() == [True, False, True, False]
+    with pytest.raises(UnmaskError, match="mi_paced: lam > 0 needs an MI estimator head"):
+        MIPaced(gamma=1.0, lam=1.0).select(state)

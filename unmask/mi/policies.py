@@ -14,6 +14,13 @@ runs (its own base pass included) as ``extra_passes``, kept apart from model NFE
 ``influence_exact`` is the ``mi_exact`` rule charging DEMASK's exact total-variation influence
 instead of MI (an oracle too).
 
+``mi_steps`` keeps the MI charge but fixes the pace: every step reveals ⌈remaining / steps left⌉
+positions, so a sequence takes exactly ``steps`` passes, and the charge decides only *which* ones (greedily,
+the lowest H_i + λ · Σ_{j already taken} Î_ij next). With λ = 0 it is entropy order at a fixed budget,
+its twin at the same passes: a matched comparison of what the MI term buys. ``mi_paced`` does the
+same at the entropy budget's pace: each step reveals as many as ``mi:gamma=γ,lam=0`` would, chosen by
+the charge.
+
 ``demask`` is the rule of DEMASK (arXiv 2604.02560), with our MI head as its dependency head: in
 entropy order, take position i while the total pairwise dependency of the taken set stays within δ
 — a bound on dependency alone, with no charge for a token's own uncertainty (``max_entropy``
@@ -26,10 +33,10 @@ from dataclasses import dataclass
 
 import torch
 
-from unmask.decode.policy import Selection, resource
+from unmask.decode.policy import FixedBudget, Selection, resource
 from unmask.decode.registry import register
 from unmask.decode.scores import entropy
-from unmask.decode.state import DecodeState, take_top
+from unmask.decode.state import DecodeState, budget_count, take_top
 from unmask.errors import UnmaskError
 from unmask.mi.exact import exact_mi
 
@@ -82,9 +89,42 @@ def dependency_greedy(h: torch.Tensor, masked: torch.Tensor, dep: torch.Tensor, 
     return taken
 
 
-def _check(gamma: float, lam: float) -> None:
-    if gamma < 0 or lam < 0:
-        raise UnmaskError(f"mi: gamma and lam must be >= 0, got gamma={gamma}, lam={lam}")
+def mi_count_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, lam: float, count: torch.Tensor) -> torch.Tensor:
+    """``(B, L)`` bool: ``count[b]`` masked positions per row, taken one at a time, each the lowest
+    H_i + λ · Σ_{j taken} Î_ij among those left (ties to the lower position; with λ = 0, the
+    ``count`` lowest entropies).
+
+    Args:
+        h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0);
+        count: ``(B,)`` positions to take (at most the masked ones).
+    """
+    if lam == 0:
+        return take_top(-h, masked, count)
+    rows = torch.arange(h.shape[0], device=h.device)
+    taken = torch.zeros_like(masked)
+    charge = torch.zeros_like(h)  # (B, L) Σ_{j taken} Î_ij of every candidate i
+    for k in range(int(count.max())):  # vectorised over the batch; ≤ L iterations
+        i = (h + lam * charge).masked_fill(~masked | taken, float("inf")).argmin(1)  # (B,)
+        take = (k < count) & masked[rows, i] & ~taken[rows, i]
+        taken[rows, i] |= take
+        charge = charge + mi[rows, i] * take[:, None]
+    return taken
+
+
+def _check(policy) -> None:
+    if not (policy.gamma >= 0 and policy.lam >= 0):  # (NaN refused too)
+        raise UnmaskError(f"{policy.spec_name}: gamma and lam must be >= 0, got gamma={policy.gamma}, lam={policy.lam}")
+
+
+def head_mi(policy, state: DecodeState) -> torch.Tensor | None:
+    """``(B, L, L)`` ``policy.head``'s MI estimate on the state's hidden states, or None when
+    ``policy.lam`` is 0 (no charge, so no head needed)."""
+    if policy.lam == 0:
+        return None
+    if policy.head is None:
+        raise UnmaskError(f"{policy.spec_name}: lam > 0 needs an MI estimator head (train one with `unmask mi train`)")
+    with torch.no_grad():
+        return policy.head(state.hidden.float())
 
 
 @register("mi")
@@ -98,17 +138,50 @@ class MIGuided:
     head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
 
     def __post_init__(self) -> None:
-        _check(self.gamma, self.lam)
+        _check(self)
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        return mi_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.gamma, self.lam)
+
+
+@register("mi_steps")
+@dataclass(frozen=True)
+class MIGuidedSteps(FixedBudget):
+    """⌈remaining / steps left⌉ positions per step, chosen greedily by H_i + λ·Σ_taken Î_ij (Î: the
+    learned MI head): the MI rule at a fixed number of passes (λ = 0: entropy order)."""
+
+    lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.lam >= 0:
+            raise UnmaskError(f"mi_steps: lam must be >= 0, got {self.lam}")
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        mi = head_mi(self, state)  # (B, L, L) or None
+        mi = None if mi is None else mi.clamp_min(0)
+        return mi_count_greedy(entropy(state.probs), state.masked, mi, self.lam, budget_count(state, self.steps))
+
+
+@register("mi_paced")
+@dataclass(frozen=True)
+class MIPaced:
+    """As many positions per step as the entropy budget γ takes (``mi:gamma=γ,lam=0``), chosen greedily
+    by H_i + λ·Σ_taken Î_ij: the budget's pace with the MI charge's choice (λ = 0: the entropy budget)."""
+
+    gamma: float = 0.3  # γ: entropy budget in nats per step; sets how many are revealed
+    lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step; sets which
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
+
+    def __post_init__(self) -> None:
+        _check(self)
 
     def select(self, state: DecodeState) -> torch.Tensor:
         h = entropy(state.probs)  # (B, L)
-        mi = None
-        if self.lam != 0:
-            if self.head is None:
-                raise UnmaskError("mi: lam > 0 needs an MI estimator head (train one with `unmask mi train`)")
-            with torch.no_grad():
-                mi = self.head(state.hidden.float())  # (B, L, L)
-        return mi_greedy(h, state.masked, mi, self.gamma, self.lam)
+        count = mi_greedy(h, state.masked, None, self.gamma, 0.0).sum(1)  # (B,) the entropy budget's pace
+        mi = head_mi(self, state)
+        return mi_count_greedy(h, state.masked, None if mi is None else mi.clamp_min(0), self.lam, count)
 
 
 @register("mi_exact")
@@ -123,7 +196,7 @@ class MIExact:
     denoiser: object = resource("denoiser")  # the model to probe
 
     def __post_init__(self) -> None:
-        _check(self.gamma, self.lam)
+        _check(self)
 
     def select(self, state: DecodeState) -> Selection:
         # A model's conditionals can give negative I; a negative charge would refill the budget.
@@ -143,7 +216,7 @@ class InfluenceExact:
     denoiser: object = resource("denoiser")  # the model to probe
 
     def __post_init__(self) -> None:
-        _check(self.gamma, self.lam)
+        _check(self)
 
     def select(self, state: DecodeState) -> Selection:
         return exact_budget(self, state, lambda res: res.symmetric_influence)
