@@ -151,6 +151,8 @@ exact_and_frontier() {
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R"
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_influence --n 300 --threads 2 --out "$R" \
       --name sudoku_failures_dhead                                           # the same with the D head
+  run python benchmarks/sudoku_fixed_steps.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R" \
+      --influence-head "$R"/sudoku_head_influence                              # the charge at matched passes (17 min)
   run python benchmarks/sudoku_rounds.py --out "$R"
   run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --joint \
       --out "$R"/sudoku_mi_map.png

@@ -125,7 +125,7 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
         for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
             assert path.startswith((model, results, "runs/", "data/")), line
     reads_a_model = re.compile(r"benchmarks/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
-                               r"learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
+                               r"sudoku_fixed_steps|learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
     readers = [c for c in commands if reads_a_model.search(c)]
     assert len(readers) >= 15 and all(f"--model {model}" in c for c in readers), [c for c in readers if model not in c]
     for c in commands:  # every benchmark writes under the candidate's results (or a run folder)

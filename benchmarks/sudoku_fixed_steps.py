@@ -1,0 +1,156 @@
+"""The MI charge at a fixed number of passes on Sudoku: does it choose better sets than entropy order?
+
+    python benchmarks/sudoku_fixed_steps.py --head benchmarks/results/sudoku_head_relu \
+        --influence-head benchmarks/results/sudoku_head_influence --n 300
+
+Every policy here takes exactly S passes per puzzle (``mi_steps:steps=S,lam=λ``: ⌈remaining / steps
+left⌉ positions per pass, each next the lowest H_i + λ·Σ_taken Î_ij), so the NFE is matched and the
+paired difference in accuracy from λ = 0 (entropy order at the same S, on the same puzzles) is what
+the MI term buys by choosing *which* cells share a pass. The budget rule's frontier
+(``sudoku_frontier.py``) mixes that with pacing: there the charge also changes how many cells a pass takes.
+
+Each head (the MI head, ``--head``; a head fitted to DEMASK's influence D, ``--influence-head``) at
+λ ∈ {0.5, 1, 2, 4}; S over the low-NFE regime of each set. Beside each row, the entropy budget's
+mixture frontier at S passes (``mi:gamma=γ,lam=0``, the best per-puzzle coin flip between two of
+its γ), read from OUT/sudoku_frontier.json when that file measured the same model on the same puzzles.
+Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl, so a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from unmask.decode import TokenRule
+from unmask.eval import decode_all, markdown_table, mixture_frontier, results_cache, shown_path
+from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
+from unmask.model import load_model
+from unmask.plots import plot_pareto
+from unmask.policies import build_policy
+from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
+
+STEPS = {"test-kaggle": [2, 3, 4, 5, 6], "test-hard": [4, 6, 8, 10, 12, 15]}  # set → passes S (its low-NFE regime)
+LAMBDAS = [0.5, 1.0, 2.0, 4.0]
+BASE = "entropy order"  # the λ = 0 twin of every row
+
+
+def paired(solved: list[bool], base: list[bool]) -> dict:
+    """Accuracy difference (points) of ``solved`` from ``base`` on the same puzzles, its 95 % normal
+    interval from the per-puzzle differences, and the puzzles only one of them solves."""
+    d = [int(a) - int(b) for a, b in zip(solved, base, strict=True)]
+    n = len(d)
+    mean = sum(d) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else 0.0
+    half = 1.96 * sd / math.sqrt(n)
+    return {"vs λ=0": round(100 * mean, 1), "95% interval": f"{100 * (mean - half):+.1f}…{100 * (mean + half):+.1f}",
+            "gained": d.count(1), "lost": d.count(-1)}
+
+
+def budget_frontier(out: Path, model: str, n: int) -> dict[str, list[dict]]:
+    """The entropy budget's rows per set from OUT/sudoku_frontier.json, if it measured ``model`` on ``n`` puzzles."""
+    path = out / "sudoku_frontier.json"
+    if not path.is_file():
+        return {}
+    old = json.loads(path.read_text())
+    if old.get("model") != model or old.get("n") != n:
+        return {}
+    rows: dict[str, list[dict]] = {}
+    for r in old["rows"]:
+        if r["family"] == "entropy budget" and r["set"] in STEPS:
+            rows.setdefault(r["set"], []).append(r)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
+    p.add_argument("--head", help="folder of the MI head (mi_head.*) (default: the model folder's)")
+    p.add_argument("--influence-head", help="folder of a head fitted to DEMASK's influence D (mi_head.*), measured beside the MI head")
+    p.add_argument("--data-dir", default="data/sudoku", type=Path, help="folder of test-kaggle.csv and test-hard.csv")
+    p.add_argument("--n", type=int, default=300, help="puzzles of each test set (the frontier's 300 by default)")
+    p.add_argument("--lams", type=float, nargs="+", default=LAMBDAS, help="λ of every head")
+    p.add_argument("--steps-kaggle", type=int, nargs="+", default=STEPS["test-kaggle"], help="passes S on test-kaggle")
+    p.add_argument("--steps-hard", type=int, nargs="+", default=STEPS["test-hard"], help="passes S on test-hard")
+    p.add_argument("--name", default="sudoku_fixed_steps")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--out", default="benchmarks/results", type=Path)
+    args = p.parse_args(argv)
+    if any(lam <= 0 for lam in args.lams):
+        p.error("--lams: every λ must be > 0 (λ = 0 is the baseline each row is compared with)")
+    if any(s < 1 for s in args.steps_kaggle + args.steps_hard):
+        p.error("--steps-kaggle/--steps-hard: passes must be >= 1")
+    heads = {"MI head": args.head or args.model, **({"D head": args.influence_head} if args.influence_head else {})}
+    for label, folder in heads.items():
+        if not (Path(folder) / HEAD_WEIGHTS).is_file():
+            p.error(f"{label}: no {HEAD_WEIGHTS} in {folder}")
+
+    torch.set_num_threads(args.threads)
+    start = time.time()
+    model = load_model(args.model, task="sudoku")
+    task = SudokuTask()
+    steps = {"test-kaggle": args.steps_kaggle, "test-hard": args.steps_hard}
+    files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in steps)]
+    cache = results_cache(args.out, args.name, args.model, files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
+                          n=args.n)
+    rows = []
+    for set_name, passes in steps.items():
+        examples = standard_set(args.data_dir, set_name, args.n)
+        tokens = task.encode(examples)
+
+        def measure(label: str, spec: str, folder: str) -> dict:
+            key = {"set": set_name, "family": label, "policy": spec}
+            row = cache.get(key)
+            if row is None:
+                run = decode_all(model, tokens, build_policy(spec, model, folder), TokenRule())
+                solved = task.score(run.result.tokens, examples).tolist()
+                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
+                       "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved)}
+                cache.put(key, row)
+            print(json.dumps({k: row[k] for k in ("set", "family", "policy", "mean_nfe", "accuracy %")}), flush=True)
+            return row
+
+        for s in passes:
+            base = measure(BASE, f"mi_steps:steps={s},lam=0", args.model)
+            rows.append({**base, "lam": 0.0})
+            for label, folder in heads.items():
+                for lam in args.lams:
+                    row = measure(label, f"mi_steps:steps={s},lam={lam}", folder)
+                    rows.append({**row, "lam": lam, **paired([c == "1" for c in row["solved"]], [c == "1" for c in base["solved"]])})
+    frontier_rows = budget_frontier(args.out, shown_path(args.model), args.n)
+    for r in rows:
+        mix = mixture_frontier(frontier_rows[r["set"]], r["mean_nfe"]) if r["set"] in frontier_rows else None
+        if mix is not None:  # (None: fewer passes than the budget's cheapest γ takes; no mixture reaches them)
+            r["budget mixture %"] = round(mix, 1)
+            r["vs budget mixture"] = round(r["accuracy %"] - r["budget mixture %"], 1)
+    result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,
+              "budget_frontier_from": "sudoku_frontier.json" if frontier_rows else None,
+              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows}
+    write(result, args.out, args.name, frontier_rows)
+    cache.done()
+
+
+def write(result: dict, out: Path, name: str, frontier_rows: dict[str, list[dict]]) -> None:
+    """The JSON, the Markdown table (per-puzzle outcomes left out) and the plot."""
+    rows = result["rows"]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    cols = ["set", "family", "lam", "policy", "mean_nfe", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
+            "budget mixture %", "vs budget mixture"]
+    md = markdown_table(rows, [c for c in cols if any(c in r for r in rows)])
+    (out / f"{name}.md").write_text(md + "\n")
+    shown = [{"set": r["set"], "policy": f"{r['family']} λ={r['lam']:g}" if r["lam"] else BASE, "mean_nfe": r["mean_nfe"],
+              "accuracy %": r["accuracy %"]} for r in rows]
+    shown += [{"set": s, "policy": "entropy budget (its γ sweep)", "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"]}
+              for s, rs in frontier_rows.items() for r in rs if r["mean_nfe"] <= 2 * max(x["mean_nfe"] for x in rows if x["set"] == s)]
+    plot_pareto(shown, out / f"{name}.png", "Fixed passes: MI charge vs entropy order")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""benchmarks/sudoku_fixed_steps.py: the paired comparison with λ = 0, and the script end to end on a tiny model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.benchmarks.scripts import load_script
+
+
+def test_paired_difference_counts_each_puzzle_against_its_own_baseline():
+    fixed = load_script("sudoku_fixed_steps")
+    base = [True, True, False, False, True]
+    got = fixed.paired([True, False, True, True, True], base)
+    assert (got["vs λ=0"], got["gained"], got["lost"]) == (20.0, 2, 1)  # 4/5 − 3/5
+    # The interval is about the per-puzzle differences: the same two accuracies, reached by swapping
+    # puzzles rather than adding one, give a wider interval around the same mean.
+    lo, hi = (float(x) for x in got["95% interval"].split("…"))
+    assert lo < 20.0 < hi
+    same = fixed.paired(base, base)
+    assert (same["vs λ=0"], same["95% interval"], same["gained"], same["lost"]) == (0.0, "+0.0…+0.0", 0, 0)
+    with pytest.raises(ValueError):
+        fixed.paired([True], base)  # another set of puzzles is refused, not truncated
+
+
+def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier(tmp_path, sudoku_benchmark_inputs):
+    fixed = load_script("sudoku_fixed_steps")
+    model_dir, data = sudoku_benchmark_inputs
+    d_head = tmp_path / "d_head"
+    d_head.mkdir()
+    for f in model_dir.glob("mi_head.*"):
+        shutil.copy(f, d_head / f.name)
+    out = tmp_path / "out"
+    out.mkdir()
+    budget = [{"set": "test-kaggle", "family": "entropy budget", "mean_nfe": nfe, "accuracy %": acc} for nfe, acc in ((2.5, 0.0), (5.0, 40.0))]
+    frontier = {"model": str(model_dir), "n": 4, "rows": budget}
+    (out / "sudoku_frontier.json").write_text(json.dumps(frontier))
+    argv = ["--model", str(model_dir), "--influence-head", str(d_head), "--data-dir", str(data), "--n", "4", "--lams", "1",
+            "--steps-kaggle", "2", "3", "--steps-hard", "4", "--out", str(out)]
+    fixed.main(argv)
+    result = json.loads((out / "sudoku_fixed_steps.json").read_text())
+    rows = result["rows"]
+    assert [(r["set"], r["family"], r["policy"]) for r in rows] == [
+        (s, f, f"mi_steps:steps={k},lam={lam}") for s, ks in (("test-kaggle", (2, 3)), ("test-hard", (4,)))
+        for k in ks for f, lam in (("entropy order", 0), ("MI head", 1.0), ("D head", 1.0))]
+    for r in rows:
+        assert r["mean_nfe"] == int(r["policy"].split("steps=")[1].split(",")[0])  # exactly S passes per puzzle
+        assert len(r["solved"]) == 4 and r["accuracy %"] == 100 * r["solved"].count("1") / 4
+        if r["lam"]:
+            base = next(b for b in rows if b["set"] == r["set"] and b["lam"] == 0 and b["mean_nfe"] == r["mean_nfe"])
+            assert r["vs λ=0"] == r["accuracy %"] - base["accuracy %"]
+    # The budget's mixture frontier is interpolated at each row's passes, on test-kaggle only (test-hard has no
+    # rows), and left out below its cheapest row (2 passes: no mixture of the budget's γ reaches them).
+    assert [r.get("budget mixture %") for r in rows if r["set"] == "test-kaggle"] == [None] * 3 + [8.0] * 3
+    assert [r.get("vs budget mixture") for r in rows if r["set"] == "test-kaggle"][3:] == [r["accuracy %"] - 8.0 for r in rows[3:6]]
+    assert all("budget mixture %" not in r for r in rows if r["set"] == "test-hard")
+    assert result["heads"] == {"MI head": str(model_dir), "D head": str(d_head)}
+    assert not (out / "sudoku_fixed_steps.partial.jsonl").exists()
+    assert (out / "sudoku_fixed_steps.png").is_file() and "| entropy order |" in (out / "sudoku_fixed_steps.md").read_text()
+    # A frontier file of another number of puzzles is not compared with.
+    (out / "sudoku_frontier.json").write_text(json.dumps({**frontier, "n": 5}))
+    fixed.main(argv)
+    assert all("budget mixture %" not in r for r in json.loads((out / "sudoku_fixed_steps.json").read_text())["rows"])
+
+
+def test_fixed_steps_script_refuses_bad_settings_in_one_line(tmp_path, sudoku_benchmark_inputs, capsys):
+    fixed = load_script("sudoku_fixed_steps")
+    model_dir, data = sudoku_benchmark_inputs
+    for bad, says in ((["--lams", "0"], "every λ must be > 0"), (["--steps-hard", "0"], "passes must be >= 1"),
+                      (["--influence-head", str(tmp_path)], "D head: no mi_head.safetensors")):
+        with pytest.raises(SystemExit) as e:
+            fixed.main(["--model", str(model_dir), "--data-dir", str(data), "--out", str(tmp_path / "out"), *bad])
+        assert e.value.code == 2 and says in capsys.readouterr().err
