@@ -139,13 +139,13 @@ relu_head() {
       --target joint --out "$R"/mi_head_variants_joint                       # the same heads on the probe-joint MI J
 }
 
-# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 130 min; 84 more for
-#    the larger oracle), why its parallel decodes fail (13 min on two cores), the passes the puzzles allow
-#    (seconds), the MI map.
+# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 140 min; 84 more for
+#    the larger oracle), why its parallel decodes fail (13 min on two cores), the MI charge at a fixed
+#    number of passes (17 min on two cores), the passes the puzzles allow (seconds), the MI map.
 exact_and_frontier() {
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R" \
-      --influence-head "$R"/sudoku_head_influence                              # (the D-head families: 35 of its minutes)
+      --influence-head "$R"/sudoku_head_influence                              # (D-head rule families 35 min on one core, paced ones 5 on two)
   run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 150 --out "$R" \
       --oracle-sets test-hard --oracle-only "entropy budget" "exact MI λ=2"      # the oracle on 150 test-hard puzzles (84 min)
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R"

@@ -12,6 +12,9 @@ Families (each a sweep; specs in the README's policy table):
 - with ``--influence-head DIR``, a head fitted to DEMASK's influence D instead of MI (``unmask mi train
   --target influence``) in both rules: charged as λ·Σ D̂ (``mi:gamma=γ,lam=λ``, λ ∈ {2, 8}) and bounded
   (``demask``, the same caps, δ up to 3: D is a total variation in [0, 1], larger than MI);
+- the budget's pace with the charge's choice (``mi_paced:gamma=γ,lam=λ``: each pass reveals as many
+  as the entropy budget γ would, the next always the lowest H_i + λ·Σ_taken Î_ij), same γ, with the MI
+  head (λ = 1) and with the D head (λ ∈ {0.5, 2});
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
@@ -57,11 +60,16 @@ FAMILIES = {  # family → specs
     "D head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
     "D head λ=8": [f"mi:gamma={g},lam=8" for g in GAMMAS],
     "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)],
+    "paced, MI head λ=1": [f"mi_paced:gamma={g},lam=1" for g in GAMMAS],
+    "paced, D head λ=0.5": [f"mi_paced:gamma={g},lam=0.5" for g in GAMMAS],
+    "paced, D head λ=2": [f"mi_paced:gamma={g},lam=2" for g in GAMMAS],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
     "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],
 }
-INFLUENCE = ["D head λ=2", "D head λ=8", "demask, D head"]  # the families decoding with --influence-head
+D_RULES = ["D head λ=2", "D head λ=8", "demask, D head"]  # the MI rule and DEMASK's rule with the D head
+D_PACED = ["paced, D head λ=0.5", "paced, D head λ=2"]  # the D head's charge at the entropy budget's pace
+INFLUENCE = D_RULES + D_PACED  # the families decoding with --influence-head
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
           "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
@@ -168,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
 
 GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"], False),  # name → title, families, oracle sets
         "demask": ("DEMASK rule vs entropy budget", ["demask"], False),
-        "influence_head": ("D head (MI rule and DEMASK rule) vs entropy budget", INFLUENCE, False),
+        "influence_head": ("D head (MI rule and DEMASK rule) vs entropy budget", D_RULES, False),
+        "paced_head": ("MI head at the entropy budget's pace vs entropy budget", ["paced, MI head λ=1"], False),
+        "paced_influence_head": ("D head at the entropy budget's pace vs entropy budget", D_PACED, False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
         "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True)}

@@ -142,7 +142,14 @@ def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_b
     assert {r["family"] for r in d_rows} == set(frontier.INFLUENCE)
     assert len(d_rows) == 2 * sum(len(frontier.FAMILIES[f]) for f in frontier.INFLUENCE)
     masked = {r["set"]: r["mean_nfe"] for r in second["rows"] if r["policy"] == "mi:gamma=0.01,lam=0.0"}  # one cell a pass
-    assert all(r["mean_nfe"] == masked[r["set"]] for r in d_rows)
+    assert all(r["mean_nfe"] == masked[r["set"]] for r in d_rows if r["family"] in frontier.D_RULES)
+    # At the budget's pace the uniform charge changes nothing: every paced row is its entropy-budget twin.
+    budget = {(r["set"], r["policy"].split(",")[0]): r for r in second["rows"] if r["family"] == "entropy budget"}
+    paced = [r for r in d_rows if r["family"] in frontier.D_PACED]
+
+    def twin(r):  # the entropy-budget row at a paced row's γ
+        return budget[r["set"], r["policy"].split(",")[0].replace("mi_paced", "mi")]
+    assert paced and all((r["mean_nfe"], r["accuracy %"]) == (twin(r)["mean_nfe"], twin(r)["accuracy %"]) for r in paced)
     loose = [r for r in second["rows"] if r["family"] == "MI head λ=2" and r["policy"] == "mi:gamma=5.0,lam=2.0"]
     assert loose and all(r["mean_nfe"] < masked[r["set"]] for r in loose)  # the same spec with the MI head
     assert second["influence_head"] == str(tmp_path / "d_head") and second["runs"][-1]["measured"] == frontier.INFLUENCE
