@@ -5,15 +5,17 @@
 
 Every policy here takes exactly S passes per puzzle (``mi_steps:steps=S,lam=λ``: ⌈remaining / steps
 left⌉ positions per pass, each next the lowest H_i + λ·Σ_taken Î_ij), so the NFE is matched and the
-paired difference in accuracy from λ = 0 (entropy order at the same S, on the same puzzles) is what
-the MI term buys by choosing *which* cells share a pass. The budget rule's frontier
-(``sudoku_frontier.py``) mixes that with pacing: there the charge also changes how many cells a pass takes.
+paired difference in accuracy from λ = 0 (entropy order at the same S, on the same puzzles, with its
+exact McNemar p-value) is what the MI term buys by choosing *which* cells share a pass. The budget
+rule's frontier (``sudoku_frontier.py``) mixes that with pacing: there the charge also changes how
+many cells a pass takes.
 
 Each head (the MI head, ``--head``; a head fitted to DEMASK's influence D, ``--influence-head``) at
 λ ∈ {0.5, 1, 2, 4}; S over the low-NFE regime of each set. Beside each row, the entropy budget's
 mixture frontier at S passes (``mi:gamma=γ,lam=0``, the best per-puzzle coin flip between two of
 its γ), read from OUT/sudoku_frontier.json when that file measured the same model on the same puzzles.
-Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl, so a rerun resumes.
+Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl, so a rerun resumes;
+``--tables-only`` derives the comparisons, tables and plot again from OUT/NAME.json.
 """
 
 from __future__ import annotations
@@ -40,16 +42,46 @@ LAMBDAS = [0.5, 1.0, 2.0, 4.0]
 BASE = "entropy order"  # the λ = 0 twin of every row
 
 
+def mcnemar_p(gained: int, lost: int) -> float:
+    """Exact two-sided McNemar p-value (McNemar 1947): the chance, were both rules equally good, of a
+    split of the ``gained + lost`` puzzles only one of them solves at least this uneven (binomial at ½)."""
+    n = gained + lost
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, k) for k in range(min(gained, lost) + 1)) / 2**n)
+
+
 def paired(solved: list[bool], base: list[bool]) -> dict:
     """Accuracy difference (points) of ``solved`` from ``base`` on the same puzzles, its 95 % normal
-    interval from the per-puzzle differences, and the puzzles only one of them solves."""
+    interval from the per-puzzle differences, the puzzles only one of them solves, and the exact
+    McNemar p-value of that split."""
     d = [int(a) - int(b) for a, b in zip(solved, base, strict=True)]
     n = len(d)
     mean = sum(d) / n
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else 0.0
     half = 1.96 * sd / math.sqrt(n)
+    gained, lost = d.count(1), d.count(-1)
     return {"vs λ=0": round(100 * mean, 1), "95% interval": f"{100 * (mean - half):+.1f}…{100 * (mean + half):+.1f}",
-            "gained": d.count(1), "lost": d.count(-1)}
+            "gained": gained, "lost": lost, "p (McNemar)": round(mcnemar_p(gained, lost), 4)}
+
+
+DERIVED = ("vs λ=0", "95% interval", "gained", "lost", "p (McNemar)", "budget mixture %", "vs budget mixture")
+
+
+def compared(rows: list[dict], frontier_rows: dict[str, list[dict]]) -> list[dict]:
+    """``rows`` (measured columns only are read) with each charged row paired with its λ = 0 twin (same
+    set, same passes) and every row set against the entropy budget's mixture frontier at its passes."""
+    rows = [{k: v for k, v in r.items() if k not in DERIVED} for r in rows]
+    base = {(r["set"], r["mean_nfe"]): r for r in rows if r["lam"] == 0}
+    for r in rows:
+        if r["lam"]:
+            twin = base[r["set"], r["mean_nfe"]]
+            r.update(paired([c == "1" for c in r["solved"]], [c == "1" for c in twin["solved"]]))
+        mix = mixture_frontier(frontier_rows[r["set"]], r["mean_nfe"]) if r["set"] in frontier_rows else None
+        if mix is not None:  # (None: fewer passes than the budget's cheapest γ takes; no mixture reaches them)
+            r["budget mixture %"] = round(mix, 1)
+            r["vs budget mixture"] = round(r["accuracy %"] - r["budget mixture %"], 1)
+    return rows
 
 
 def budget_frontier(out: Path, model: str, n: int) -> dict[str, list[dict]]:
@@ -80,7 +112,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="sudoku_fixed_steps")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results", type=Path)
+    p.add_argument("--tables-only", action="store_true", help="rewrite the comparisons, tables and plot from OUT/NAME.json")
     args = p.parse_args(argv)
+    if args.tables_only:  # the comparisons, tables and plot again from the measured rows
+        path = args.out / f"{args.name}.json"
+        if not path.is_file():
+            p.error(f"--tables-only: no {path}")
+        result = json.loads(path.read_text())
+        frontier_rows = budget_frontier(args.out, result["model"], result["n"])
+        write({**result, "rows": compared(result["rows"], frontier_rows)}, args.out, args.name, frontier_rows)
+        return
     if any(lam <= 0 for lam in args.lams):
         p.error("--lams: every λ must be > 0 (λ = 0 is the baseline each row is compared with)")
     if any(s < 1 for s in args.steps_kaggle + args.steps_hard):
@@ -120,14 +161,9 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({**base, "lam": 0.0})
             for label, folder in heads.items():
                 for lam in args.lams:
-                    row = measure(label, f"mi_steps:steps={s},lam={lam}", folder)
-                    rows.append({**row, "lam": lam, **paired([c == "1" for c in row["solved"]], [c == "1" for c in base["solved"]])})
+                    rows.append({**measure(label, f"mi_steps:steps={s},lam={lam}", folder), "lam": lam})
     frontier_rows = budget_frontier(args.out, shown_path(args.model), args.n)
-    for r in rows:
-        mix = mixture_frontier(frontier_rows[r["set"]], r["mean_nfe"]) if r["set"] in frontier_rows else None
-        if mix is not None:  # (None: fewer passes than the budget's cheapest γ takes; no mixture reaches them)
-            r["budget mixture %"] = round(mix, 1)
-            r["vs budget mixture"] = round(r["accuracy %"] - r["budget mixture %"], 1)
+    rows = compared(rows, frontier_rows)
     result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,
               "budget_frontier_from": "sudoku_frontier.json" if frontier_rows else None,
               "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows}
@@ -141,7 +177,7 @@ def write(result: dict, out: Path, name: str, frontier_rows: dict[str, list[dict
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     cols = ["set", "family", "lam", "policy", "mean_nfe", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
-            "budget mixture %", "vs budget mixture"]
+            "p (McNemar)", "budget mixture %", "vs budget mixture"]
     md = markdown_table(rows, [c for c in cols if any(c in r for r in rows)])
     (out / f"{name}.md").write_text(md + "\n")
     shown = [{"set": r["set"], "policy": f"{r['family']} λ={r['lam']:g}" if r["lam"] else BASE, "mean_nfe": r["mean_nfe"],

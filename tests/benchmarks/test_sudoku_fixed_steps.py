@@ -23,6 +23,17 @@ def test_paired_difference_counts_each_puzzle_against_its_own_baseline():
     assert (same["vs λ=0"], same["95% interval"], same["gained"], same["lost"]) == (0.0, "+0.0…+0.0", 0, 0)
     with pytest.raises(ValueError):
         fixed.paired([True], base)  # another set of puzzles is refused, not truncated
+    assert got["p (McNemar)"] == 1.0 and same["p (McNemar)"] == 1.0  # 2 gained, 1 lost: as even as 3 can split
+
+
+def test_mcnemar_p_is_the_exact_binomial_tail_of_the_split():
+    # Bugs caught: a one-sided tail (not doubled), the tail summed on the wrong side, no cap at 1, the
+    # normal approximation in place of the exact test.
+    fixed = load_script("sudoku_fixed_steps")
+    assert fixed.mcnemar_p(0, 0) == 1.0 and fixed.mcnemar_p(5, 5) == 1.0
+    assert fixed.mcnemar_p(0, 5) == fixed.mcnemar_p(5, 0) == pytest.approx(2 / 32)
+    assert fixed.mcnemar_p(3, 11) == pytest.approx(2 * (1 + 14 + 91 + 364) / 2**14)  # 0.057: not below 0.05
+    assert fixed.mcnemar_p(1, 2) == 1.0
 
 
 def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier(tmp_path, sudoku_benchmark_inputs):
@@ -59,6 +70,12 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     assert result["heads"] == {"MI head": str(model_dir), "D head": str(d_head)}
     assert not (out / "sudoku_fixed_steps.partial.jsonl").exists()
     assert (out / "sudoku_fixed_steps.png").is_file() and "| entropy order |" in (out / "sudoku_fixed_steps.md").read_text()
+    # --tables-only derives every comparison again from the measured rows alone.
+    written = (out / "sudoku_fixed_steps.json").read_text()
+    (out / "sudoku_fixed_steps.json").write_text(json.dumps({**result, "rows": [
+        {k: v for k, v in r.items() if k not in fixed.DERIVED} for r in rows]}, indent=1) + "\n")
+    fixed.main(["--out", str(out), "--tables-only"])
+    assert json.loads((out / "sudoku_fixed_steps.json").read_text()) == json.loads(written)
     # A frontier file of another number of puzzles is not compared with.
     (out / "sudoku_frontier.json").write_text(json.dumps({**frontier, "n": 5}))
     fixed.main(argv)
