@@ -137,3 +137,9 @@ def test_calibration_bins_by_exact_mi():
     assert [r["pairs"] for r in rows] == [2, 1, 2]  # the negative entry falls in the first bin
     assert rows[0]["mean_predicted"] == pytest.approx(0.05) and rows[0]["share_predicted_zero"] == 0.5
     assert rows[2]["mean_exact"] == pytest.approx(0.55) and rows[2]["mean_predicted"] == pytest.approx(0.6)
+
+
+def test_an_unknown_link_is_refused_by_name():
+    # Bug caught: the refusal of an unknown link listing the known ones garbled (another separator).
+    with pytest.raises(ValueError, match=r"^link must be one of relu, softplus, got 'tanh'$"):
+        HeadConfig(d_in=4, link="tanh")

@@ -308,3 +308,154 @@ def test_fit_head_fits_and_records_its_target(make_model):
     _, va = split(data, 0.1)
     want = evaluate_head(head, hidden_states(make_model(), data["tokens"])[va], targets(data, "joint")[va], pair_mask(data, make_model().mask_id)[va])
     assert metrics["mse"] == pytest.approx(want["mse"])
+
+
+def test_an_unknown_link_or_target_is_refused_in_one_line():
+    # Bugs caught: the refusal of an unknown link lost (no message), garbled (another separator) or
+    # crashing with a TypeError instead.
+    with pytest.raises(UnmaskError, match=r"^link must be one of relu, softplus, got 'tanh'$"):
+        HeadTrainConfig(link="tanh")
+
+
+def tiny_fit_data(s: int = 10, seq_len: int = 4) -> dict[str, torch.Tensor]:
+    """Every position masked (id 4) and computed, two different random targets, one prompt."""
+    g = torch.Generator().manual_seed(0)
+    return {"tokens": torch.full((s, seq_len), 4), "rows": torch.ones(s, seq_len, dtype=torch.bool),
+            "mi": torch.rand(s, seq_len, seq_len, generator=g), "joint": torch.rand(s, seq_len, seq_len, generator=g),
+            "prompt": torch.zeros(s, dtype=torch.long)}
+
+
+def test_the_progress_bar_is_shown_only_when_asked(capsys, make_model):
+    # Bugs caught: the "mi head" bar shown with progress=False (the flag not passed on, or disable= dropped
+    # or inverted), hidden with progress=True (None passed, or disable=None: hidden off a terminal), hidden
+    # by default (the CLI relies on it), or shown without its label or under another one.
+    from unmask.mi.fit import fit_pairs
+
+    model, data, cfg = make_model(seq_len=4), tiny_fit_data(), HeadTrainConfig(steps=2, batch_size=2, d_hidden=4, rank=2)
+    fit_head(model, data, cfg, progress=False)
+    assert capsys.readouterr().err == ""
+    for kwargs in ({"progress": True}, {}):
+        fit_head(model, data, cfg, **kwargs)
+        assert "mi head: 100%" in capsys.readouterr().err
+    head = MIHead(HeadConfig(6, 4, 2))
+    fit_pairs(head, torch.randn(3, 4, 6), torch.rand(3, 4, 4), torch.ones(3, 4, 4, dtype=torch.bool), torch.arange(3), cfg)
+    assert "mi head: 100%" in capsys.readouterr().err  # fit_pairs too shows it by default
+
+
+def test_fit_pairs_draws_its_batches_from_its_own_seed():
+    # Bug caught: fit_pairs drawing batches from the global RNG (generator dropped): a fit is then not
+    # reproducible from cfg.seed alone.
+    import copy
+
+    from unmask.mi.fit import fit_pairs
+
+    g = torch.Generator().manual_seed(0)
+    x, target = torch.randn(8, 4, 6, generator=g), torch.rand(8, 4, 4, generator=g)
+    pairs, train = torch.ones(8, 4, 4, dtype=torch.bool), torch.arange(8)
+    torch.manual_seed(0)
+    start = MIHead(HeadConfig(6, 4, 2))
+
+    def fitted(global_seed, seed=0):
+        head = copy.deepcopy(start)
+        torch.manual_seed(global_seed)
+        cfg = HeadTrainConfig(steps=3, batch_size=2, lr=0.1, seed=seed)
+        return torch.cat([p.detach().flatten() for p in fit_pairs(head, x, target, pairs, train, cfg, progress=False).parameters()])
+
+    assert torch.equal(fitted(1), fitted(2))
+    assert not torch.equal(fitted(1), fitted(1, seed=1))  # (the batches do matter)
+
+
+def test_fit_pairs_follows_a_warm_up_free_cosine_to_a_tenth(monkeypatch):
+    # Bug caught: the head's learning-rate schedule given a warm-up step or another floor.
+    import unmask.mi.fit as fit
+
+    seen = []
+    real = fit.set_lr
+
+    def spy(opt, lr):
+        seen.append(lr)
+        real(opt, lr)
+
+    monkeypatch.setattr(fit, "set_lr", spy)
+    cfg = HeadTrainConfig(steps=4, batch_size=2, lr=2.0)
+    fit.fit_pairs(MIHead(HeadConfig(6, 4, 2)), torch.randn(3, 4, 6), torch.rand(3, 4, 4), torch.ones(3, 4, 4, dtype=torch.bool),
+                  torch.arange(3), cfg, progress=False)
+    assert seen == pytest.approx([2.0 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / 4))) for s in range(4)])
+
+
+def test_fit_head_reports_the_consistency_of_its_own_target(make_model):
+    # Bug caught: fit_head reporting the I_ij vs I_ji consistency of the paper's I ("mi") whatever target it fits.
+    from unmask.mi.fit import split
+
+    data = tiny_fit_data()
+    _, metrics = fit_head(make_model(seq_len=4), data, HeadTrainConfig(steps=1, batch_size=2, target="joint"), progress=False)
+    _, va = split(data, 0.1)
+    held = {k: v[va] for k, v in data.items()}
+    want, other = consistency(held, 4, "joint"), consistency(held, 4, "mi")
+    assert want["exact_ij_vs_ji_pearson"] != pytest.approx(other["exact_ij_vs_ji_pearson"])
+    assert metrics["exact_ij_vs_ji_pearson"] == pytest.approx(want["exact_ij_vs_ji_pearson"])
+
+
+def test_consistency_boundaries_on_hand_made_states():
+    # Bugs caught: the pairs that matter chosen by ⅓(I_ij + I_ji), or with ½(I_ij + I_ji) = MATTERS let
+    # in (>= for >); one-direction entries with I_ij = MATTERS let in; the one-direction reference
+    # refused over exactly two symmetric parts.
+    def state(values):
+        mi = torch.zeros(1, 3, 3, dtype=torch.float64)
+        for (i, j), (ij, ji) in values.items():
+            mi[0, i, j], mi[0, j, i] = ij, ji
+        return {"tokens": torch.full((1, 3), 4), "rows": torch.ones(1, 3, dtype=torch.bool), "mi": mi}
+
+    base = {"exact_ij_vs_ji_pearson", "exact_ij_vs_ji_spearman"}
+    matters = base | {"exact_ij_vs_ji_spearman_matters"}
+    assert MATTERS == 0.01
+    assert set(consistency(state({(0, 1): (0.012, 0.014)}), 4)) == matters  # ½ · 0.026 = 0.013 matters
+    assert set(consistency(state({(0, 1): (0.01, 0.01)}), 4)) == base  # exactly MATTERS: does not matter
+    # I_01 = MATTERS exactly does not matter alone: one symmetric part (0.5) is left, nothing to rank
+    assert set(consistency(state({(0, 1): (0.01, 0.005), (0, 2): (0.5, 0.5)}), 4)) == matters
+    # two symmetric parts (0.375 and 0.5) among the one-direction entries: ranked
+    c = consistency(state({(0, 1): (0.5, 0.25), (0, 2): (0.125, 0.875)}), 4)
+    assert c["symmetric_vs_one_direction_spearman_matters"] == pytest.approx(
+        spearman_by_hand([0.375, 0.375, 0.5, 0.5], [0.5, 0.25, 0.125, 0.875]))
+
+
+def test_the_held_out_prompts_are_pinned():
+    # Bugs caught: the hash of the held-out split changed (multiplier, modulus, < for <=, or its
+    # threshold), which silently moves states between the training and held-out sides.
+    from unmask.mi.fit import split
+
+    prompt = torch.tensor([*range(40), 100])  # prompt 100 hashes to exactly 100 = 1000 · 0.1: not held out
+    data = {"tokens": torch.zeros(41, 2), "prompt": prompt}
+    tr, va = split(data, 0.1)
+    assert va.tolist() == [0, 4, 8, 25, 29] and tr.tolist() == [i for i in range(41) if i not in (0, 4, 8, 25, 29)]
+
+
+def test_calibration_bins_are_half_open_and_named():
+    # Bugs caught: a value on a bin edge counted in the bin below (<= hi) or in none (> lo), the columns
+    # renamed, or the share of pairs predicted zero counting the non-zero ones.
+    from unmask.mi.fit import calibration
+
+    exact = torch.tensor([0.005, 0.01, 0.5, 0.6], dtype=torch.float64)  # 0.01: exactly an edge
+    est = torch.tensor([0.2, 0.0, 0.0, 0.4], dtype=torch.float64)
+    assert calibration(est, exact, edges=(0.0, 1e-3, 0.01, 1.0)) == [
+        {"exact_from": 1e-3, "exact_to": 0.01, "pairs": 1, "mean_exact": pytest.approx(0.005), "mean_predicted": pytest.approx(0.2),
+         "share_predicted_zero": 0.0},
+        {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": pytest.approx(0.37), "mean_predicted": pytest.approx(0.4 / 3),
+         "share_predicted_zero": pytest.approx(2 / 3)},
+    ]
+
+
+def test_median_time_is_the_median_of_the_measured_calls(monkeypatch):
+    # Bugs caught: median_time returning another order statistic (len // 3), a sum for the duration,
+    # or not timing each call. The clock is fake: each call of fn takes the next of 5, 1, 4, 2, 3 s.
+    import time
+
+    from unmask.mi.fit import median_time
+
+    clock, durations = [0.0], iter([5.0, 1.0, 4.0, 2.0, 3.0])
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+
+    def fn():
+        clock[0] += next(durations)
+
+    assert median_time(fn, 5) == 3.0

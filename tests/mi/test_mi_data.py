@@ -98,3 +98,32 @@ def test_data_built_before_a_target_was_stored_loads_without_it(tmp_path, make_m
     assert "influence" not in both and both["tokens"].shape == (16, 16) and "joint" in both
     with pytest.raises(UnmaskError, match="no 'influence' targets"):
         targets(both, "influence")
+
+
+def test_mixed_data_directories_are_refused_in_one_line_naming_them(tmp_path, make_model):
+    # Bugs caught: the refusals of load_mi_datasets garbled (folders joined by another separator, the
+    # advice dropped or shouted, no message at all, the wrong folder named), or the shape check skipping
+    # the second folder (wrong zip slices) or comparing it with itself instead of the first.
+    import re
+    import shutil
+
+    import numpy as np
+
+    from unmask.mi.data import load_mi_datasets
+
+    cfg = MIDataConfig(states=3, shard_size=3, rows=1, seed=0)
+    for name, sha in (("a", "m1"), ("c", "m2")):
+        build_mi_data(partial(make_model), prompts(), cfg, tmp_path / name, progress=False, source={"model_sha256": sha})
+    a, b, c, d = (tmp_path / n for n in "abcd")
+    shutil.copytree(c, d)  # another folder from model m2
+    with pytest.raises(UnmaskError, match=re.escape(f"{a}, {c}: MI data built from different models; fit one head per model")):
+        load_mi_datasets([a, c])
+    with pytest.raises(UnmaskError, match=re.escape(f"{c}, {d}: MI data built with another model than the one given; "
+                                                    "build it with this model (unmask mi data --model)")):
+        load_mi_datasets([c, d], model_sha256="m1")
+    shutil.copytree(a, b)  # same model, but states of another length
+    arrays = dict(np.load(shard_path(b, 0)))
+    arrays["tokens"] = arrays["tokens"][:, :8]
+    np.savez_compressed(shard_path(b, 0), **arrays)
+    with pytest.raises(UnmaskError, match=re.escape(f"{b}: MI data of another shape than {a}")):
+        load_mi_datasets([a, b])

@@ -10,7 +10,7 @@ import torch
 from unmask.decode import TokenRule, decode
 from unmask.decode.policy import as_selection
 from unmask.decode.scores import entropy
-from unmask.decode.state import DecodeState
+from unmask.decode.state import DecodeState, take_top
 from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
 from unmask.mi import exact_mi
@@ -190,8 +190,40 @@ def test_dependency_bound_on_a_hand_made_state():
     assert dependency_greedy(h, masked2, dep, 0.0, max_entropy=0.0).tolist() == [[True, False, False, False]]
 
 
+def test_dependency_bound_edges():
+    # Bugs caught: ties in entropy not going to the lower position (an unstable sort), a cell exactly at
+    # max_entropy left out (< for <=).
+    from unmask.mi.policies import dependency_greedy
+
+    n = 200
+    dep = torch.zeros(1, n, n)
+    dep[0, 0, 1:] = dep[0, 1:, 0] = 1.0  # 0 clashes with every other cell, the others with nothing
+    tied = dependency_greedy(torch.full((1, n), 0.5), torch.ones(1, n, dtype=torch.bool), dep, 0.5)
+    assert tied[0].nonzero().squeeze(1).tolist() == [0]  # all tied: 0 comes first and keeps out the rest
+    h = torch.tensor([[0.1, 0.5, 0.7]])
+    at_cap = dependency_greedy(h, torch.ones(1, 3, dtype=torch.bool), torch.zeros(1, 3, 3), 1.0, max_entropy=0.5)
+    assert at_cap.tolist() == [[True, True, False]]
+
+
+def test_demask_select_passes_its_bound_and_cap_and_clamps_the_head():
+    # Bugs caught: select handing max_entropy in place of δ, dropping max_entropy, clamping the head's
+    # output to 1 instead of 0; max_entropy = 0 refused.
+    from unmask.mi.policies import DependencyBound, dependency_greedy
+
+    state, head = paced_state(3)
+    h = entropy(state.probs)
+    for delta, cap in ((0.0, float("inf")), (0.3, 0.5), (2.0, 1.0), (0.1, 0.0)):
+        got = attach(DependencyBound(delta=delta, max_entropy=cap), mi_head=head).select(state)
+        assert torch.equal(got, dependency_greedy(h, state.masked, head(None), delta, cap))
+    zero = attach(DependencyBound(delta=0.5), mi_head=lambda hid: torch.zeros_like(head(hid)))
+    assert torch.equal(zero.select(state), state.masked)  # no dependency anywhere: every masked cell at once
+    negative = attach(DependencyBound(delta=0.0), mi_head=lambda hid: -head(hid))
+    assert torch.equal(negative.select(state), state.masked)  # negative estimates charge nothing
+    assert parse_policy("demask:delta=0.1,max_entropy=0").max_entropy == 0.0
+
+
 def test_demask_needs_its_head():
-    with pytest.raises(UnmaskError, match="dependency"):
+    with pytest.raises(UnmaskError, match=r"^demask needs an MI \(dependency\) head \(train one with `unmask mi train`\)$"):
         parse_policy("demask").select(DecodeState(torch.full((1, 3), 5), torch.ones(1, 3, dtype=torch.bool),
                                                    torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), 0, torch.zeros(1, dtype=torch.long)))
     with pytest.raises(UnmaskError, match="delta"):
@@ -335,3 +367,21 @@ def test_mi_paced_swaps_a_dependent_position_where_mi_would_reveal_fewer():
     assert attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid: mi).select(state)[0].tolist() == [True, False, True, False]
     with pytest.raises(UnmaskError, match="mi_paced: lam > 0 needs an MI estimator head"):
         MIPaced(gamma=1.0, lam=1.0).select(state)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mi_steps_charges_its_head_at_the_fixed_pace(seed):
+    # Bugs caught: mi_steps calling its head but deciding with λ = 0 (a uniform head cannot tell), the
+    # pace not ⌈remaining / steps left⌉, negative head outputs not clamped to 0 (or clamped to more).
+    from unmask.decode.state import budget_count
+    from unmask.mi.policies import MIGuidedSteps
+
+    state, head = paced_state(seed)
+    h = entropy(state.probs)
+    for steps, lam in ((2, 0.5), (3, 4.0), (50, 1.0)):
+        got = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=head).select(state)
+        assert torch.equal(got, mi_count_greedy(h, state.masked, head(None), lam, budget_count(state, steps)))
+        flipped = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=lambda hid: -head(hid)).select(state)
+        assert torch.equal(flipped, take_top(-h, state.masked, budget_count(state, steps)))  # charged 0: entropy order
+    with pytest.raises(UnmaskError, match=r"mi_steps: lam must be >= 0, got -1"):
+        MIGuidedSteps(steps=2, lam=-1.0)
