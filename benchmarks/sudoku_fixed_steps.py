@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     steps = {"test-kaggle": args.steps_kaggle, "test-hard": args.steps_hard}
     files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in steps)]
     cache = results_cache(args.out, args.name, args.model, files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
-                          n=args.n)
+                          n=args.n, threads=args.threads)  # (rows keep their seconds)
     rows = []
     for set_name, passes in steps.items():
         examples = standard_set(args.data_dir, set_name, args.n)
