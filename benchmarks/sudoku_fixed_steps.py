@@ -30,6 +30,7 @@ import torch
 
 from unmask.decode import TokenRule
 from unmask.eval import decode_all, markdown_table, mixture_frontier, results_cache, shown_path
+from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto
@@ -175,11 +176,11 @@ def write(result: dict, out: Path, name: str, frontier_rows: dict[str, list[dict
     """The JSON, the Markdown table (per-puzzle outcomes left out) and the plot."""
     rows = result["rows"]
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))  # (--tables-only rewrites its input)
     cols = ["set", "family", "lam", "policy", "mean_nfe", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
             "p (McNemar)", "budget mixture %", "vs budget mixture"]
     md = markdown_table(rows, [c for c in cols if any(c in r for r in rows)])
-    (out / f"{name}.md").write_text(md + "\n")
+    atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
     shown = [{"set": r["set"], "policy": f"{r['family']} λ={r['lam']:g}" if r["lam"] else BASE, "mean_nfe": r["mean_nfe"],
               "accuracy %": r["accuracy %"]} for r in rows]
     shown += [{"set": s, "policy": "entropy budget (its γ sweep)", "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"]}

@@ -92,7 +92,7 @@ def dependency_greedy(h: torch.Tensor, masked: torch.Tensor, dep: torch.Tensor, 
 def mi_count_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, lam: float, count: torch.Tensor) -> torch.Tensor:
     """``(B, L)`` bool: ``count[b]`` masked positions per row, taken one at a time, each the lowest
     H_i + λ · Σ_{j taken} Î_ij among those left (ties to the lower position; with λ = 0, the
-    ``count`` lowest entropies).
+    ``count`` lowest entropies; a negative Î charges nothing).
 
     Args:
         h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0);
@@ -100,6 +100,7 @@ def mi_count_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | No
     """
     if lam == 0:
         return take_top(-h, masked, count)
+    mi = mi.clamp_min(0)
     rows = torch.arange(h.shape[0], device=h.device)
     taken = torch.zeros_like(masked)
     charge = torch.zeros_like(h)  # (B, L) Σ_{j taken} Î_ij of every candidate i
@@ -159,9 +160,7 @@ class MIGuidedSteps(FixedBudget):
             raise UnmaskError(f"mi_steps: lam must be >= 0, got {self.lam}")
 
     def select(self, state: DecodeState) -> torch.Tensor:
-        mi = head_mi(self, state)  # (B, L, L) or None
-        mi = None if mi is None else mi.clamp_min(0)
-        return mi_count_greedy(entropy(state.probs), state.masked, mi, self.lam, budget_count(state, self.steps))
+        return mi_count_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.lam, budget_count(state, self.steps))
 
 
 @register("mi_paced")
@@ -180,8 +179,7 @@ class MIPaced:
     def select(self, state: DecodeState) -> torch.Tensor:
         h = entropy(state.probs)  # (B, L)
         count = mi_greedy(h, state.masked, None, self.gamma, 0.0).sum(1)  # (B,) the entropy budget's pace
-        mi = head_mi(self, state)
-        return mi_count_greedy(h, state.masked, None if mi is None else mi.clamp_min(0), self.lam, count)
+        return mi_count_greedy(h, state.masked, head_mi(self, state), self.lam, count)
 
 
 @register("mi_exact")
