@@ -9,8 +9,8 @@ import torch
 
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
-from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, load_model, rope_tables,
-                          save_model, warm_start)
+from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, attention, load_model,
+                          rope_tables, save_model, warm_start)
 from unmask.tasks.sudoku.data import POSITION_FEATURES
 
 
@@ -156,3 +156,50 @@ def test_warm_start_refuses_another_layout_of_position_features():
     same = TransformerDenoiser(cfg, torch.tensor([[0], [1], [2], [0], [1], [2]]))
     warm_start(same, source)
     assert torch.equal(same.feats[0].weight, source.feats[0].weight)
+
+
+def _qkv(seed: int, shape=(2, 3, 7, 8)) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(shape, generator=g) for _ in range(3))
+
+
+def test_attention_in_fp32_is_the_fused_kernel_exactly():
+    q, k, v = _qkv(0)
+    assert torch.equal(attention(q, k, v), torch.nn.functional.scaled_dot_product_attention(q, k, v))
+
+
+def test_attention_in_bfloat16_on_cpu_matches_fp32_attention_and_its_gradients():
+    # The written-out bfloat16 path (scale, key transpose, softmax axis) against fp32 SDPA, values and
+    # the gradients a training step takes through it, to bfloat16's precision.
+    q, k, v = (t.requires_grad_() for t in _qkv(1))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        q16, k16, v16 = (t.to(torch.bfloat16) for t in (q, k, v))
+        out = attention(q16, k16, v16)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), ref, atol=3e-2, rtol=3e-2)
+    grads = torch.autograd.grad(out.float().square().sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads):
+        torch.testing.assert_close(g, r, atol=6e-2, rtol=6e-2)
+
+
+def test_attention_dropout_in_bfloat16_drops_weights_and_rescales():
+    q, k, v = (t.to(torch.bfloat16) for t in _qkv(2))
+    torch.manual_seed(0)
+    dropped = attention(q, k, v, dropout_p=0.5).float()
+    assert not torch.allclose(dropped, attention(q, k, v).float(), atol=1e-2)
+    # With the values all ones each output is the sum of the kept, rescaled weights: 0 or 2 per key.
+    ones = torch.ones_like(v)
+    torch.manual_seed(0)
+    sums = attention(q, k, ones, dropout_p=0.5).float()[..., 0]
+    assert sums.mean().item() == pytest.approx(1.0, abs=0.15)
+
+
+def test_bfloat16_autocast_forward_of_the_model_matches_fp32(make_sudoku_model):
+    model = make_sudoku_model().eval()
+    x = torch.randint(0, model.mask_id + 1, (3, model.cfg.seq_len), generator=torch.Generator().manual_seed(3))
+    ref = model(x).logits
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x).logits.float()
+    torch.testing.assert_close(out, ref, atol=5e-2, rtol=5e-2)

@@ -68,6 +68,23 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float = 0.0) -> torch.Tensor:
+    """Softmax attention over ``(B, H, L, Dh)`` queries, keys and values, no mask (Vaswani et al. 2017).
+
+    In bfloat16 on a CPU (training under autocast) it is written out as two matmuls around an fp32
+    softmax: PyTorch's fused CPU kernel is slow in bfloat16 (its backward took 7× the fp32 one on this
+    repository's AMX machine, `benchmarks/train_speed.py`), while the matmuls run on the bfloat16 units.
+    Every other case, fp32 inference included, is ``F.scaled_dot_product_attention`` unchanged.
+    """
+    if q.dtype != torch.bfloat16 or q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+    scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5  # (B, H, L, L)
+    weights = torch.softmax(scores.float(), dim=-1)  # (B, H, L, L) in fp32
+    if dropout_p:
+        weights = F.dropout(weights, dropout_p)
+    return weights.to(v.dtype) @ v  # (B, H, L, Dh)
+
+
 class Block(nn.Module):
     """Pre-norm bidirectional self-attention + MLP."""
 
@@ -88,7 +105,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.n_heads, d // self.n_heads).transpose(1, 3).unbind(2)  # (B, H, L, Dh)
         if rope is not None:
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)  # (B, H, L, Dh)
+        y = attention(q, k, v, dropout_p=self.dropout if self.training else 0.0)  # (B, H, L, Dh)
         x = x + self.drop(self.proj(y.transpose(1, 2).reshape(b, n, d)))
         return x + self.drop(self.mlp(self.ln2(x)))
 
