@@ -6,7 +6,12 @@
         --out benchmarks/results/maths_learning_curve
 
 Records made on another device (a CPU run continued on a GPU) are marked by colour in the plot and
-named in the table's ``device`` column.
+named in the table's ``device`` column. Several runs make one curve when each continued the one before
+(a fresh run started from its model with ``--init``): a later run's steps and minutes count on from the
+last record of the one before it, and its ``run`` column names it.
+
+    python benchmarks/learning_curve.py benchmarks/results/sudoku_gpu/phase1.jsonl \
+        benchmarks/results/sudoku_gpu/phase2.jsonl --out benchmarks/results/sudoku_learning_curve
 """
 
 from __future__ import annotations
@@ -19,13 +24,35 @@ from unmask.eval import markdown_table
 from unmask.plots import pyplot, save_png
 
 
-def main() -> None:
+def read_log(run: Path) -> list[dict]:
+    """The records of a run directory's ``log.jsonl``, or of a log file."""
+    log = run / "log.jsonl" if run.is_dir() else run
+    return [json.loads(line) for line in log.read_text().splitlines() if line]
+
+
+def chained(runs: list[Path]) -> list[dict]:
+    """The records of ``runs`` as one run: each continues the last record of the one before it (steps
+    and minutes counted on), and names its run (the log's folder, or its file name) in ``run``."""
+    rows, step, minutes = [], 0, 0.0
+    for run in runs:
+        records = read_log(run)
+        for r in records:
+            r["run"] = run.name if run.is_dir() else run.stem
+            r["step"] += step
+            r["minutes"] = round(r["minutes"] + minutes, 2)
+        if records:
+            step, minutes = records[-1]["step"], records[-1]["minutes"]
+        rows += records
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run", type=Path, help="run directory with log.jsonl, or a log file itself")
+    p.add_argument("runs", type=Path, nargs="+", help="run directory with log.jsonl, or a log file itself; "
+                   "several: each continued the one before")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve"), help="path prefix of .md/.png")
-    args = p.parse_args()
-    log = args.run / "log.jsonl" if args.run.is_dir() else args.run
-    rows = [json.loads(line) for line in log.read_text().splitlines() if line]
+    args = p.parse_args(argv)
+    rows = chained(args.runs)
     metrics = [k for k in rows[0] if k.endswith("_acc")]
     for r in rows:
         for k in metrics:
@@ -36,7 +63,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for r in rows:
         r.setdefault("device", "cpu")  # logs from before the device field were CPU runs
-    table = markdown_table(rows, ["step", "minutes", "device", "train_loss"] + metrics)
+    table = markdown_table(rows, ["step", "minutes", "device"] + (["run"] if len(args.runs) > 1 else []) + ["train_loss"] + metrics)
     args.out.with_suffix(".md").write_text(table + "\n")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))

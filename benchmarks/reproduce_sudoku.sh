@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every step behind the shipped Sudoku model, its MI head, its order policy and the README's Sudoku
-# tables, in order. About 10 hours on 2 CPU cores for the 12-layer model (steps 1-2: 3.5 hours), longer
-# than one working session, so the script resumes:
+# tables, in order. About 10 hours on 2 CPU cores for the 12-layer model (steps 1-2: 3.5 hours) and more
+# for the 24-layer one (its steps 3-8 decode with twice the layers; step 2 also needs a GPU for 10 minutes),
+# longer than one working session, so the script resumes:
 #   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is
 #     skipped on a rerun with the same model (delete the stamp to run it again); a new model (another
 #     hash) runs every step again;
 #   - everything a step builds or trains goes to folders named after the model's hash, and the
 #     data builds and training runs inside a step resume what is there.
-# Step 2 is the recipe of the 12-layer model shipped now (a 6-layer run, then 12 layers stacked from it):
+# Step 2 is the recipe of the 24-layer model shipped now (a 6-layer run, 12 layers stacked from it, 24 from those):
 # shipping another model replaces it.
 #
 #   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..9; the data of step 1 is
@@ -64,11 +65,13 @@ data() {
   [ -f data/sudoku/val-kaggle-200.csv ] || run unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
 }
 
-# 2. The MDM: 6 layers from scratch (94 min), then 12 layers stacked from them on a mix of solution grids
-#    and training puzzles (103 min). The shipped 6-layer run was started with --steps 6000 and resumed at
-#    step 500 with --steps 5000; the 12-layer run was started with --steps 2200 and resumed at steps 750
-#    and 1750 with --steps 3000 and --steps 2500. The commands below follow the same schedules after the
-#    last resume.
+# 2. The MDM: 6 layers from scratch (94 min on 2 CPU cores), then 12 layers stacked from them on a mix of
+#    solution grids and training puzzles (103 min), then 24 layers stacked from those on one GPU: two calls
+#    of benchmarks/train_sudoku_gpu.sh (7.4 and 2.4 min of training on an H200; the first call's 6,603 steps
+#    were sized by timing the step there, so STEPS repeats them). The shipped 6-layer run was started with
+#    --steps 6000 and resumed at step 500 with --steps 5000; the 12-layer run was started with --steps 2200
+#    and resumed at steps 750 and 1750 with --steps 3000 and --steps 2500. The commands below follow the
+#    same schedules after the last resume. Without a GPU (DEVICE=cpu) the last two would take days.
 mdm() {
   if [ -f "$MODEL"/model.safetensors ] && ! git diff --quiet HEAD -- "$MODEL"/model.safetensors 2>/dev/null; then
     echo "reproduce_sudoku.sh: $MODEL holds a model not committed; step 2 would overwrite it (run from step 3)" >&2; exit 2
@@ -86,21 +89,30 @@ mdm() {
   local shape=(--n-layers 12)  # a fresh start only: a resume keeps its checkpoint's shape (and accepts the same --init)
   [ ! -f runs/sudoku-stack12/checkpoint.pt ] || shape=()
   resumable runs/sudoku-stack12 unmask sudoku train "${twelve[@]}" "${shape[@]}"
+  run python benchmarks/learning_curve.py runs/sudoku-stack12 --out benchmarks/results/sudoku_candidate/12layer/learning_curve
+  [ -f data/sudoku/train-hard-b.csv ] || run unmask sudoku generate --kind hard --n 20000 --seed 7 --out data/sudoku/train-hard-b.csv
+  run env INIT=runs/sudoku-stack12/model RUN=runs/sudoku-gpu24 STEPS=6603 benchmarks/train_sudoku_gpu.sh 480
+  run env INIT=runs/sudoku-gpu24/model RUN=runs/sudoku-gpu24b LR=4e-4 SEED=25 STEPS=2400 benchmarks/train_sudoku_gpu.sh 200
   run mkdir -p "$MODEL"
-  run cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors "$MODEL"/
-  run python benchmarks/learning_curve.py runs/sudoku-stack12 --out benchmarks/results/sudoku_learning_curve
+  run cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors "$MODEL"/
+  run python benchmarks/learning_curve.py runs/sudoku-gpu24 runs/sudoku-gpu24b --out benchmarks/results/sudoku_learning_curve
 }
 
 # 3. Baseline policies on both test sets.
 baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$R"; }
 
-# 4. The shipped MI head (softplus link): exact-MI states along sequential trajectories of training
-#    puzzles, the head saved into the model's folder; then how negative the exact MI gets and what the
-#    head charges, on 1,200 states from the first 2,000 training puzzles (about 18 minutes on one thread).
+# 4. The shipped MI head (relu link: it can charge a pair exactly 0): exact-MI rows (16 random masked cells
+#    per state) at states along sequential and along parallel trajectories (the entropy budget γ = 1) of
+#    training puzzles, 1,500 of each (about 40 core-minutes on the 24-layer model), the head saved into the
+#    model's folder; then how negative the exact MI gets and what the head charges, on 1,200 states from the
+#    first 2,000 training puzzles (about 18 minutes on one thread for the 12-layer model).
 shipped_head() {
-  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-$H \
-      --states 1200 --shard-size 100 --workers 2
-  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-$H --steps 2000 --link softplus --out "$MODEL"
+  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-head-seq-$H \
+      --states 1500 --shard-size 100 --rows 16 --policy sequential --seed 1 --workers 2
+  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-head-par-$H \
+      --states 1500 --shard-size 100 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2
+  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-head-seq-$H --data data/mi/sudoku-head-par-$H \
+      --steps 3000 --out "$MODEL"
   run python benchmarks/sudoku_mi_stats.py --model "$MODEL" --out "$R"
 }
 

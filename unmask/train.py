@@ -32,6 +32,7 @@ from unmask.runs import CHECKPOINT, LOG, append_log, save_checkpoint, start_or_r
 # share of suffix masks (a change of data mix, e.g. switched on part-way through), and the machine:
 # the device and the batch it can afford (a CPU run continued on a GPU).
 RESUMABLE_CHANGES = ("steps", "eval_every", "ckpt_every", "suffix_prob", "device", "batch_size")
+SHOW_LOSS_EVERY = 25  # steps between loss readings on the progress bar (each one synchronises a GPU)
 
 
 @dataclass
@@ -192,7 +193,8 @@ def train(
         opt.step()
         step += 1
         bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+        if step % SHOW_LOSS_EVERY == 0:  # reading the loss waits for the device; on a GPU, not every step
+            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
         if step % cfg.eval_every == 0 or step == cfg.steps:
             _validate(task, model, out, step, time.time() - start, loss.item(), cfg.device, rank, world)
         if step % cfg.ckpt_every == 0 or step == cfg.steps:

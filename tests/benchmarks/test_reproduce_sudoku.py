@@ -36,10 +36,11 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     assert re.findall(r"^step (\d)", r.stdout, re.M) == list("13456789")  # the data is always made if missing
     h = shipped_hash()  # the script's hash is the library's file_digest
     assert f"on model {h}" in r.stdout
-    # the shipped head is refitted into the model's own folder, with the link it was shipped with
+    # the shipped head is refitted into the model's own folder, on sequential and parallel states
     assert "mi train --task sudoku --model unmask/models/sudoku" in r.stdout
-    assert "--link softplus --out unmask/models/sudoku" in r.stdout
-    for out in ("data/mi/sudoku", "data/mi/sudoku-seq", "data/mi/sudoku-par", "runs/mi-head-sudoku",
+    assert re.search(r"--data data/mi/sudoku-head-seq-\S+ --data data/mi/sudoku-head-par-\S+ --steps 3000 --out unmask/models/sudoku\n",
+                     r.stdout)
+    for out in ("data/mi/sudoku-head-seq", "data/mi/sudoku-head-par", "data/mi/sudoku-seq", "data/mi/sudoku-par", "runs/mi-head-sudoku",
                 "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
     for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
@@ -58,7 +59,7 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
-    assert "--link softplus" not in r.stdout and "sudoku_mi_stats" not in r.stdout
+    assert "sudoku-head-seq" not in r.stdout and "sudoku_mi_stats" not in r.stdout
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
     assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
 
@@ -87,18 +88,29 @@ def test_reproduce_sudoku_runs_only_the_steps_asked_for(tmp_path):
 
 def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tmp_path):
     # Bugs caught: the 12-layer run not started from the 6-layer one, its shape flag passed on a resume
-    # (refused by `unmask sudoku train`), the hard puzzles it trains on not made, the export not the 12-layer run's.
+    # (refused by `unmask sudoku train`), the hard puzzles it trains on not made, a GPU phase not started
+    # from the model before it (or not repeating its steps), the export not the last phase's.
+    import re
+
     r = reproduce("1", "2", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ")]
     six = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku " in c + " "]
     twelve = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku-stack12" in c]
-    assert len(six) == 1 and len(twelve) == 1 and lines.index(six[0]) < lines.index(twelve[0])
+    gpu = [c for c in lines if "benchmarks/train_sudoku_gpu.sh" in c]
+    assert len(six) == 1 and len(twelve) == 1 and len(gpu) == 2
+    assert lines.index(six[0]) < lines.index(twelve[0]) < lines.index(gpu[0]) < lines.index(gpu[1])
     assert "--init runs/sudoku/model" in twelve[0] and "--puzzles data/sudoku/train-hard.csv" in twelve[0]
     assert ("--n-layers 12" in twelve[0]) != ("--resume" in twelve[0])  # the shape on a fresh start only
-    if not (ROOT / "data" / "sudoku" / "train-hard.csv").exists():
-        assert any("--kind hard --n 20000 --seed 6 --out data/sudoku/train-hard.csv" in c for c in lines)
-    assert "cp runs/sudoku-stack12/model/config.json runs/sudoku-stack12/model/model.safetensors unmask/models/sudoku/" in r.stdout
+    assert "INIT=runs/sudoku-stack12/model RUN=runs/sudoku-gpu24 STEPS=6603 " in gpu[0]
+    assert "INIT=runs/sudoku-gpu24/model RUN=runs/sudoku-gpu24b LR=4e-4 SEED=25 STEPS=2400 " in gpu[1]
+    for kind, seed, name in (("hard", 6, "train-hard"), ("hard", 7, "train-hard-b")):
+        if not (ROOT / "data" / "sudoku" / f"{name}.csv").exists():
+            made = [c for c in lines if f"--kind {kind} --n 20000 --seed {seed} --out data/sudoku/{name}.csv" in c]
+            assert made and lines.index(made[0]) < lines.index(gpu[0])
+    assert re.search(r"cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors unmask/models/sudoku/\n",
+                     r.stdout)
+    assert "learning_curve.py runs/sudoku-gpu24 runs/sudoku-gpu24b --out benchmarks/results/sudoku_learning_curve" in r.stdout
 
 
 def candidate(tmp_path: Path) -> tuple[str, str]:
@@ -132,7 +144,7 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
         if c.startswith("python benchmarks/"):
             out = re.search(r"--out (\S+)", c) or re.search(r"keep_order_policy\.py \S+ (\S+)", c)
             assert out and out.group(1).startswith((results, "runs/")), c
-    assert f"--link softplus --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
+    assert f"--steps 3000 --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
     assert f"order_policy.safetensors {model}/\n" in r.stdout
     assert not (tmp_path / "unused").exists()
     import hashlib
