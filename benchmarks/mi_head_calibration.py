@@ -1,7 +1,7 @@
 """The MI head's calibration: mean predicted vs mean exact MI in bins of the exact MI, on held-out puzzles.
 
     python benchmarks/mi_head_calibration.py benchmarks/results/sudoku_head_relu \\
-        --old unmask/models/sudoku --out benchmarks/results/sudoku_head_calibration
+        --old benchmarks/results/sudoku_candidate/12layer/model --out benchmarks/results/sudoku_head_calibration
 
 Reads the metrics ``unmask mi train`` stored in a head's ``mi_head.json`` (held-out states; the
 calibration bins, Spearman on the pairs that matter, what independent pairs are charged) and writes a

@@ -1,6 +1,6 @@
 """What the MI head costs next to the denoiser pass it rides on, at several batch sizes.
 
-    python benchmarks/mi_head_cost.py benchmarks/results/sudoku_head_relu unmask/models/sudoku \
+    python benchmarks/mi_head_cost.py benchmarks/results/sudoku_head_relu benchmarks/results/sudoku_candidate/12layer/model \
         --data data/mi/sudoku-seq data/mi/sudoku-par
 
 Times one denoiser forward and one head forward on the hidden states of the same batch of exact-MI

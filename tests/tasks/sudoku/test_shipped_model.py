@@ -33,17 +33,18 @@ def accuracy(model, puzzles, spec: str) -> dict:
 
 def test_sequential_solves_fresh_puzzles(shipped, kaggle):
     m = accuracy(shipped, kaggle, "sequential")
-    assert m["accuracy"] >= 0.8  # measured 22/24 (96.4 % on all of test-kaggle)
+    assert m["accuracy"] >= 0.9  # measured 24/24 (99.5 % on all of test-kaggle)
     hard = accuracy(shipped, generate("hard", 12, 778), "sequential")
-    assert hard["accuracy"] >= 0.3  # measured 8/12 (42.9 % on all of test-hard)
+    assert hard["accuracy"] >= 0.75  # measured 12/12; the 12-layer model before it solves 8/12, so it fails here
 
 
-def test_parallel_reveals_break_and_the_entropy_budget_holds(shipped, kaggle):
-    seq = accuracy(shipped, kaggle, "sequential")["accuracy"]
-    topk = accuracy(shipped, kaggle, "topk:k=10")
-    assert topk["mean_nfe"] < 6 and topk["accuracy"] <= seq - 0.3  # measured 10/24 at 5.04 vs 22/24: two digits of a unit collide
-    budget = accuracy(shipped, kaggle, "mi:gamma=0.5,lam=0")
-    assert budget["mean_nfe"] < 6 and budget["accuracy"] >= topk["accuracy"] + 0.2  # measured 18/24 at 5.58 passes
+def test_parallel_reveals_break_and_the_entropy_budget_holds(shipped):
+    hard = generate("hard", 12, 778)
+    seq = accuracy(shipped, hard, "sequential")["accuracy"]
+    topk = accuracy(shipped, hard, "topk:k=20")
+    assert topk["mean_nfe"] <= 3 and topk["accuracy"] <= seq - 0.3  # measured 5/12 at 3 passes vs 12/12: digits of a unit collide
+    budget = accuracy(shipped, hard, "mi:gamma=0.5,lam=0")
+    assert budget["mean_nfe"] < 8 and budget["accuracy"] >= topk["accuracy"] + 0.3  # measured 12/12 at 6.58 passes
 
 
 def test_the_shipped_head_ranks_pairs_like_exact_mi(shipped, kaggle):
