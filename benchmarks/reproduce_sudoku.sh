@@ -95,7 +95,11 @@ mdm() {
   run env INIT=runs/sudoku-gpu24/model RUN=runs/sudoku-gpu24b LR=4e-4 SEED=25 STEPS=2400 benchmarks/train_sudoku_gpu.sh 200
   run mkdir -p "$MODEL"
   run cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors "$MODEL"/
-  run python benchmarks/learning_curve.py runs/sudoku-gpu24 runs/sudoku-gpu24b --out benchmarks/results/sudoku_learning_curve
+  run mkdir -p benchmarks/results/sudoku_gpu
+  run cp runs/sudoku-gpu24/log.jsonl benchmarks/results/sudoku_gpu/phase1.jsonl
+  run cp runs/sudoku-gpu24b/log.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl
+  run python benchmarks/learning_curve.py benchmarks/results/sudoku_gpu/phase1.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl \
+      --out benchmarks/results/sudoku_learning_curve
 }
 
 # 3. Baseline policies on both test sets.

@@ -1,12 +1,13 @@
 """How negative the exact MI of the shipped Sudoku model gets, and what the MI head charges per pair.
 
-    python benchmarks/sudoku_mi_stats.py                       # 1,200 states, as many as the head was fitted on
+    python benchmarks/sudoku_mi_stats.py                       # 1,200 states, as many as the 12-layer head was fitted on
     python benchmarks/sudoku_mi_stats.py --states 100 --examples data/sudoku/val-kaggle-200.csv
 
 The states are made exactly as the MI head's training data is (``unmask mi data``, i.e.
 :func:`unmask.mi.data.build_shard`): one state per sequential trajectory of a random training
 puzzle, at a uniformly random step, with every masked row of the exact MI computed (ε = 10⁻³). The
-shipped head was fitted on 1,200 such states of ``data/sudoku/train.csv``; this draws them from
+12-layer model's softplus head was fitted on 1,200 such states of ``data/sudoku/train.csv`` (the
+24-layer model's head since 2026-12-04: 3,000 states, half of them parallel); this draws them from
 ``--examples`` (default: ``data/sudoku/train-2k.csv``, the first 2,000 of that set).
 
 Over every ordered pair (i, j) of distinct masked cells it reports:

@@ -13,11 +13,13 @@
 # masked) split evenly between two files of hard puzzles and the Kaggle-density training puzzles.
 #
 # 1. Times 40 steps of the shape and batch (benchmarks/train_speed.py) and sets --steps so that the run
-#    fills SECONDS (the cosine schedule ends when the time does); STEPS=N skips the timing.
-# 2. Trains (`unmask sudoku train`) under `timeout`: a run cut short keeps its last validated model/ and
-#    its checkpoint. A RUN folder with a checkpoint is continued to STEPS (--resume).
+#    fills SECONDS (the cosine schedule ends when the time does); STEPS=N skips the timing (and SECONDS
+#    then only names the run's intent: nothing stops it).
+# 2. Trains (`unmask sudoku train`); a timed run under `timeout` (a minute over the estimate), so a run
+#    cut short keeps its last validated model/ and its checkpoint. A RUN folder with a checkpoint is
+#    continued to STEPS (--resume, with the warm-up it started with).
 # 3. With OUT (an argument, or $OUT: the device tool's output folder) the model's weights, split into
-#    files under 15 MB (`cat model.safetensors.part-* > model.safetensors`), its config, the log and the
+#    files of 15 MiB (`cat model.safetensors.part-* > model.safetensors`), its config, the log and the
 #    timing are copied there.
 #
 # It needs data/sudoku/{train,val-kaggle,val-hard,train-hard,train-hard-b}.csv: the first three from
@@ -49,15 +51,19 @@ for f in train val-kaggle val-hard train-hard train-hard-b; do
   [ -f "data/sudoku/$f.csv" ] || refuse "data/sudoku/$f.csv is missing (see the header)"
 done
 start=(--init "$init" --n-layers "$layers")  # a fresh run: its start and shape
+warmup=""                                    # a fresh run: 5 % of its steps
 if [ -f "$run/checkpoint.pt" ]; then         # a resumed one: the checkpoint keeps both (and accepts the same --init)
   [ -n "${STEPS:-}" ] || refuse "$run holds a run; give STEPS to continue it"
   start=(--init "$init" --resume)
+  warmup=$(python3 -c "import sys, torch; print(torch.load(sys.argv[1], weights_only=False)['train_config']['warmup'])" \
+    "$run/checkpoint.pt")                    # a resume refuses another warm-up
 elif [ -e "$run" ]; then
   refuse "$run exists and holds no checkpoint; choose another RUN"
 fi
 started=$(date +%s)
 
 # 1. Time the step, then size the run to the seconds left (20 s kept for start-up, validations and export).
+limit=()
 if [ -n "${STEPS:-}" ]; then
   speed='{"ms_per_step": null}' left=$seconds steps=$STEPS
 else
@@ -66,16 +72,17 @@ else
   left=$(( seconds - ($(date +%s) - started) - 20 ))
   (( left >= 10 )) || refuse "timing the step left $left s of $seconds; give more SECONDS"
   steps=$(python3 -c "import json, sys; ms = json.loads(sys.argv[1])['ms_per_step']; print(max(1, int(0.95 * 1000 * $left / ms)))" "$speed")
+  limit=(timeout $(( left + 60 )))  # a minute over the estimate stops it (its last validated model is kept)
 fi
 echo "$speed"
 every=$(( steps / 10 > 0 ? steps / 10 : 1 ))  # ten validations (sequential decoding)
-echo "training $steps steps of batch $batch in about $left s, validating every $every"
+echo "training $steps steps of batch $batch, validating every $every"
 
-# 2. Train; a minute over the estimate stops it (its last validated model is kept).
+# 2. Train.
 status=0
-timeout $(( left + 60 )) python3 -m unmask sudoku train --data data/sudoku/train.csv \
+${limit[@]+"${limit[@]}"} python3 -m unmask sudoku train --data data/sudoku/train.csv \
   --puzzles data/sudoku/train-hard.csv --puzzles data/sudoku/train-hard-b.csv --puzzles data/sudoku/train.csv \
-  --puzzle-prob 0.5 "${start[@]}" --lr "$lr" --warmup $(( steps / 20 )) \
+  --puzzle-prob 0.5 "${start[@]}" --lr "$lr" --warmup "${warmup:-$(( steps / 20 ))}" \
   --mask-min 0.1 --mask-max 0.9 --batch-size "$batch" --steps "$steps" --eval-every "$every" --ckpt-every "$every" \
   --val data/sudoku/val-kaggle.csv --val data/sudoku/val-hard.csv --val-n "${VAL_N:-100}" --seed "${SEED:-24}" \
   --device "$device" --out "$run" || status=$?

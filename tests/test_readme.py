@@ -50,7 +50,7 @@ def _plant(old: str, new: str) -> list[str]:
     "old, new, table, cell",
     [
         # rows mode, the whole file table: one accuracy changed
-        ("| test-kaggle | sequential:metric=entropy | 48 | 96.4 | 277 |", "| test-kaggle | sequential:metric=entropy | 48 | 96.5 | 277 |",
+        ("| test-kaggle | sequential:metric=entropy | 48 | 99.5 | 395 |", "| test-kaggle | sequential:metric=entropy | 48 | 99.6 | 395 |",
          "set | policy | mean_nfe | accuracy % | seconds", "accuracy %"),
         # rows mode, a subset of the file: one NFE changed
         ("| test-hard | mi:gamma=0.1,lam=2.0 | 28.4 |", "| test-hard | mi:gamma=0.1,lam=2.0 | 24.8 |",
@@ -71,11 +71,11 @@ def test_the_check_catches_a_planted_mismatch(old, new, table, cell):
 
 def test_the_check_catches_a_dropped_row_and_an_unmarked_table():
     text = _readme()
-    row = "| test-hard | threshold:tau=0.7 | 7.42 | 4.6 | 34.6 |\n"
+    row = "| test-hard | threshold:tau=0.7 | 3.52 | 24.1 | 22.8 |\n"
     assert text.count(row) == 1
     errors = check_readme.check(text.replace(row, ""))
     assert any("21 rows" in e and "has 22" in e for e in errors), "\n".join(errors)
-    assert any("threshold:tau=0.7 | 7.42 | 4.6 | 34.6' is missing" in e for e in errors), "\n".join(errors)
+    assert any("threshold:tau=0.7 | 3.52 | 24.1 | 22.8' is missing" in e for e in errors), "\n".join(errors)
     marker = "<!-- results: benchmarks/results/sudoku_policies.md -->\n"
     errors = check_readme.check(text.replace(marker, ""))
     assert any("no '<!-- results: FILE -->' marker" in e and "accuracy % | seconds" in e for e in errors), "\n".join(errors)

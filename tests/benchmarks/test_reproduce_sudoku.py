@@ -110,7 +110,10 @@ def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tm
             assert made and lines.index(made[0]) < lines.index(gpu[0])
     assert re.search(r"cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors unmask/models/sudoku/\n",
                      r.stdout)
-    assert "learning_curve.py runs/sudoku-gpu24 runs/sudoku-gpu24b --out benchmarks/results/sudoku_learning_curve" in r.stdout
+    assert "cp runs/sudoku-gpu24/log.jsonl benchmarks/results/sudoku_gpu/phase1.jsonl" in r.stdout
+    assert "cp runs/sudoku-gpu24b/log.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl" in r.stdout
+    assert ("learning_curve.py benchmarks/results/sudoku_gpu/phase1.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl "
+            "--out benchmarks/results/sudoku_learning_curve") in r.stdout
 
 
 def candidate(tmp_path: Path) -> tuple[str, str]:
