@@ -107,7 +107,7 @@ baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$
 
 # 4. The shipped MI head (relu link: it can charge a pair exactly 0): exact-MI rows (16 random masked cells
 #    per state) at states along sequential and along parallel trajectories (the entropy budget γ = 1) of
-#    training puzzles, 1,500 of each (about 40 core-minutes on the 24-layer model), the head saved into the
+#    training puzzles, 1,500 of each (about 26 core-minutes on the 24-layer model), the head saved into the
 #    model's folder; then how negative the exact MI gets and what the head charges, on 1,200 states from the
 #    first 2,000 training puzzles (about 18 minutes on one thread for the 12-layer model).
 shipped_head() {
