@@ -55,8 +55,8 @@ warmup=""                                    # a fresh run: 5 % of its steps
 if [ -f "$run/checkpoint.pt" ]; then         # a resumed one: the checkpoint keeps both (and accepts the same --init)
   [ -n "${STEPS:-}" ] || refuse "$run holds a run; give STEPS to continue it"
   start=(--init "$init" --resume)
-  warmup=$(python3 -c "import sys, torch; print(torch.load(sys.argv[1], weights_only=False)['train_config']['warmup'])" \
-    "$run/checkpoint.pt")                    # a resume refuses another warm-up
+  warmup=$(python3 -c "import sys; from unmask.runs import read_checkpoint; print(read_checkpoint(sys.argv[1])['train_config']['warmup'])" \
+    "$run")                                  # a resume refuses another warm-up
 elif [ -e "$run" ]; then
   refuse "$run exists and holds no checkpoint; choose another RUN"
 fi
