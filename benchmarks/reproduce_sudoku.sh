@@ -107,16 +107,32 @@ baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$
 
 # 4. The shipped MI head (relu link: it can charge a pair exactly 0): exact-MI rows (16 random masked cells
 #    per state) at states along sequential and along parallel trajectories (the entropy budget γ = 1) of
-#    training puzzles, 1,500 of each (about 26 core-minutes on the 24-layer model), the head saved into the
-#    model's folder; then how negative the exact MI gets and what the head charges, on 1,200 states from the
-#    first 2,000 training puzzles (about 18 minutes on one thread for the 12-layer model).
+#    training puzzles, 5,000 of each in two builds apiece (1,500 + 3,500: the first two were the 3,000-state
+#    head's data; about 110 core-minutes in all on the 24-layer model), the head saved into the model's
+#    folder; then how negative the exact MI gets and what the head charges, on 1,200 states from the first
+#    2,000 training puzzles (about 18 minutes on one thread for the 12-layer model).
+HEAD_BUILDS=("seq sequential 1 1500" "par mi:gamma=1,lam=0 2 1500" "seq sequential 3 3500" "par mi:gamma=1,lam=0 4 3500")  # kind, policy, seed, states
+head_dir() {  # head_dir KIND SEED: the folder of one build (the first two were named without their seed)
+  if [ "$2" -le 2 ]; then echo "data/mi/sudoku-head-$1-$H"; else echo "data/mi/sudoku-head-$1$2-$H"; fi
+}
+head_data() {  # HEAD_DIRS=(DIR ...), HEAD_DATA=(--data DIR ...): every build of the head's data (steps 4 and 6)
+  local kind policy seed states
+  HEAD_DIRS=() HEAD_DATA=()
+  for b in "${HEAD_BUILDS[@]}"; do
+    read -r kind policy seed states <<< "$b"
+    HEAD_DIRS+=("$(head_dir "$kind" "$seed")")
+    HEAD_DATA+=(--data "${HEAD_DIRS[-1]}")
+  done
+}
 shipped_head() {
-  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-head-seq-$H \
-      --states 1500 --shard-size 100 --rows 16 --policy sequential --seed 1 --workers 2
-  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-head-par-$H \
-      --states 1500 --shard-size 100 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2
-  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-head-seq-$H --data data/mi/sudoku-head-par-$H \
-      --steps 3000 --out "$MODEL"
+  local kind policy seed states
+  for b in "${HEAD_BUILDS[@]}"; do
+    read -r kind policy seed states <<< "$b"
+    run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out "$(head_dir "$kind" "$seed")" \
+        --states "$states" --shard-size 100 --rows 16 --policy "$policy" --seed "$seed" --workers 2
+  done
+  head_data
+  run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --steps 3000 --out "$MODEL"
   run python benchmarks/sudoku_mi_stats.py --model "$MODEL" --out "$R"
 }
 
@@ -128,30 +144,24 @@ mi_tables() {
   # (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
 }
 
-# 6. A head that can charge 0 (relu link), on 10,000 states, half of them from parallel trajectories;
-#    its calibration and its cost on a core of its own.
+# 6. The shipped head's calibration (a copy of the head beside the tables measured with it), the same
+#    head fitted to DEMASK's influence D on the same states (2 min), the head's cost on a core of its
+#    own, and what else a head could read.
 relu_head() {
-  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-seq-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy sequential --seed 1 --workers 2  # 44 min on one core
-  run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train.csv --out data/mi/sudoku-par-$H --states 5000 \
-      --shard-size 250 --rows 16 --policy mi:gamma=1,lam=0 --seed 2 --workers 2  # 19 min on one core
-  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H --out runs/mi-head-sudoku-$H \
-      --steps 3000
+  head_data
   run mkdir -p "$R"/sudoku_head_relu
-  run cp runs/mi-head-sudoku-$H/mi_head.json runs/mi-head-sudoku-$H/mi_head.safetensors "$R"/sudoku_head_relu/
-  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --old "$MODEL" --out "$R"/sudoku_head_calibration
-  # The same head fitted to DEMASK's influence D (the same states; 2 min).
-  run unmask mi train --task sudoku --model "$MODEL" --data data/mi/sudoku-seq-$H --data data/mi/sudoku-par-$H \
-      --out runs/mi-head-influence-$H --steps 3000 --target influence
+  run cp "$MODEL"/mi_head.json "$MODEL"/mi_head.safetensors "$R"/sudoku_head_relu/
+  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --out "$R"/sudoku_head_calibration
+  run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --out runs/mi-head-influence-$H --steps 3000 --target influence
   run mkdir -p "$R"/sudoku_head_influence
   run cp runs/mi-head-influence-$H/mi_head.json runs/mi-head-influence-$H/mi_head.safetensors "$R"/sudoku_head_influence/
   run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_influence --old "$R"/sudoku_head_relu \
       --out "$R"/sudoku_head_influence_calibration
   run python benchmarks/mi_head_cost.py "$R"/sudoku_head_relu "$MODEL" --out "$R"/mi_head_cost \
-      --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H                   # one thread, nothing else running
-  run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
+      --data "${HEAD_DIRS[@]}"                                                      # one thread, nothing else running
+  run python benchmarks/mi_head_variants.py --model "$MODEL" --data "${HEAD_DIRS[@]}" \
       --out "$R"/mi_head_variants                                            # what else the head could read
-  run python benchmarks/mi_head_variants.py --model "$MODEL" --data data/mi/sudoku-seq-$H data/mi/sudoku-par-$H \
+  run python benchmarks/mi_head_variants.py --model "$MODEL" --data "${HEAD_DIRS[@]}" \
       --target joint --out "$R"/mi_head_variants_joint                       # the same heads on the probe-joint MI J
 }
 

@@ -23,7 +23,8 @@ Families (each a sweep; specs in the README's policy table):
   ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
   and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
   oracle on more puzzles of one set beside the first one, e.g.
-  ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``).
+  ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``; ``--exact-gammas``
+  sets their γ, the entropy budget's with them).
 
 ``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
 every other row (oracle rows included) from OUT/NAME.json. A full run without ``--influence-head``
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--oracle-only", nargs="*", metavar="FAMILY", choices=list(ORACLE),
                    help="measure the exact-MI rows alone (or those of the named oracle families); keep the others from OUT/NAME.json")
     p.add_argument("--oracle-sets", nargs="+", choices=list(REGIME), default=list(REGIME), help="test sets the exact-MI oracle runs on")
+    p.add_argument("--exact-gammas", nargs="+", type=float, default=EXACT_GAMMAS, metavar="GAMMA",
+                   help=f"γ of the oracle families and of their entropy-only twin (default: {' '.join(map(str, EXACT_GAMMAS))})")
     p.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(FAMILIES),
                    help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json")
     args = p.parse_args(argv)
@@ -126,6 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     if any(f in INFLUENCE for f in sweep) and not args.influence_head:
         p.error(f"--families {' '.join(f for f in sweep if f in INFLUENCE)} needs --influence-head")
     measured = args.oracle_only or ([] if args.families else list(ORACLE))  # the oracle families to measure
+    if args.exact_gammas != EXACT_GAMMAS and measured and "entropy budget" not in measured:
+        p.error("--exact-gammas: name \"entropy budget\" too, so the oracle's entropy-only twin runs at the same γ")
+    if any(g <= 0 for g in args.exact_gammas):
+        p.error(f"--exact-gammas: every γ must be > 0, got {' '.join(map(str, args.exact_gammas))}")
     head_dir = args.head or args.model  # where build_policy finds the MI head
     kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [], None)
     if not partial and not args.influence_head:
@@ -156,12 +163,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.exact_n and measured:
         first = {oracle_label(name, args.exact_n): standard_set(args.data_dir, name, args.exact_n) for name in args.oracle_sets}
         for family in measured:
-            policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in EXACT_GAMMAS]
+            policies = [build_policy(ORACLE[family].format(g=g), model, head_dir) for g in args.exact_gammas]
             for r in compare(task, model, first, policies, progress=False, cache=caches[head_dir]):
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets} if measured else {}  # (--families runs no oracle)
+    oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets, "exact_gammas": args.exact_gammas} if measured else {}  # (--families runs no oracle)
     this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
                 **({"influence_head": shown_path(args.influence_head)} if any(f in INFLUENCE for f in sweep) else {}),
                 "measured": sweep + measured if partial else "all rows",

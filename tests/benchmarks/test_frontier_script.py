@@ -92,6 +92,18 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
     assert not any("(first 3)" in r["set"] and "kaggle" in r["set"] for r in fourth["rows"])
     assert [r["measured"] for r in fourth["runs"]][-2:] == [[named], ["entropy budget", named]]
     assert fourth["runs"][-1]["oracle_sets"] == ["test-hard"] and fourth["runs"][-1]["exact_n"] == 3
+    # --exact-gammas sets the oracle's γ and its entropy-only twin's, which must run beside it.
+    with pytest.raises(SystemExit):
+        frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
+                       "--oracle-only", named, "--exact-gammas", "0.5", "--out", str(tmp_path / "out")])
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
+                   "--oracle-only", "entropy budget", named, "--exact-gammas", "0.5", "2", "--out", str(tmp_path / "out")])
+    gammas = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    assert {r["policy"] for r in gammas["rows"] if r["set"] == "test-hard (first 3)"} == {
+        "mi:gamma=0.5,lam=0.0", "mi:gamma=2.0,lam=0.0",
+        "mi_exact:gamma=0.5,lam=8.0,eps=0.001,joint=True", "mi_exact:gamma=2.0,lam=8.0,eps=0.001,joint=True"}
+    assert gammas["runs"][-1]["exact_gammas"] == [0.5, 2.0]
+    (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps(fourth))  # back to the file the checks below expect
     with pytest.raises(SystemExit):  # rows measured with another model or head are not mixed in
         frontier.main(["--model", str(model_dir), "--head", str(tmp_path), "--data-dir", str(data), "--n", "4", "--exact-n", "2",
                        "--oracle-only", "--out", str(tmp_path / "out")])

@@ -38,10 +38,15 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     assert f"on model {h}" in r.stdout
     # the shipped head is refitted into the model's own folder, on sequential and parallel states
     assert "mi train --task sudoku --model unmask/models/sudoku" in r.stdout
-    assert re.search(r"--data data/mi/sudoku-head-seq-\S+ --data data/mi/sudoku-head-par-\S+ --steps 3000 --out unmask/models/sudoku\n",
-                     r.stdout)
-    for out in ("data/mi/sudoku-head-seq", "data/mi/sudoku-head-par", "data/mi/sudoku-seq", "data/mi/sudoku-par", "runs/mi-head-sudoku",
-                "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
+    builds = ["data/mi/sudoku-head-seq", "data/mi/sudoku-head-par", "data/mi/sudoku-head-seq3", "data/mi/sudoku-head-par4"]
+    data = "".join(rf"--data {b}-{h} " for b in builds)  # 10,000 states, half of them along parallel trajectories
+    assert re.search(rf"{data}--steps 3000 --out unmask/models/sudoku\n", r.stdout)
+    assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)  # the D head, same states
+    assert "mi_head_calibration.py benchmarks/results/sudoku_head_relu" in r.stdout  # the shipped head's copy
+    assert re.search(r"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors benchmarks/results/sudoku_head_relu/", r.stdout)
+    states = {int(n) for n in re.findall(r"--states (\d+) --shard-size 100 --rows 16 --policy mi:gamma=1\\,lam=0", r.stdout)}
+    assert states == {1500, 3500}
+    for out in (*builds, "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
     for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
         assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
@@ -59,7 +64,7 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
-    assert "sudoku-head-seq" not in r.stdout and "sudoku_mi_stats" not in r.stdout
+    assert "unmask mi data" not in r.stdout and "sudoku_mi_stats" not in r.stdout  # (step 6 reads step 4's data)
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
     assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
 

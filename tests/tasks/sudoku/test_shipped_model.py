@@ -1,8 +1,10 @@
-"""The shipped Sudoku model (24 layers) and its MI head (relu) on fixed small sets: thresholds that a broken, untrained
+"""The shipped Sudoku model (24 layers), its MI head (relu) and its order policy on fixed small sets: thresholds that a broken, untrained
 or mismatched checkpoint cannot pass (a random-weight model solves 0 %, a random head ranks pairs at
 chance), with the figures measured when they were written beside each one."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -11,8 +13,9 @@ from unmask.eval import evaluate
 from unmask.mi import exact_mi
 from unmask.mi.estimator import load_head
 from unmask.mi.maps import structure_score
-from unmask.model import load_model
+from unmask.model import WEIGHTS_FILE, load_model
 from unmask.policies import build_policy
+from unmask.runs import file_digest
 from unmask.tasks.sudoku.generate import generate
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask, sudoku_peers
 
@@ -69,3 +72,10 @@ def test_the_shipped_head_ranks_pairs_like_exact_mi(shipped):
     assert score["topk"] >= 0.6 > 0.3 >= score["chance"]  # measured 0.825 of the top pairs share a unit, chance 0.245
     peers = sudoku_peers()
     assert est[pairs & peers].mean() >= 1.15 * est[pairs & ~peers].mean()  # measured 0.243 vs 0.187 nats
+
+
+def test_the_shipped_order_policy_was_trained_on_the_shipped_model(shipped, kaggle):
+    record = json.loads((DEFAULT_MODEL / "order_policy.json").read_text())
+    assert record["source"]["model_sha256"] == file_digest(DEFAULT_MODEL / WEIGHTS_FILE)  # not another model's policy
+    m = accuracy(shipped, kaggle, "learned:sample=false")
+    assert m["accuracy"] >= 0.9 and m["mean_nfe"] <= 4  # measured 24/24 at 2.58 passes (budget T = 10)
