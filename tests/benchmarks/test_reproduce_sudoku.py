@@ -40,7 +40,7 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     assert "mi train --task sudoku --model unmask/models/sudoku" in r.stdout
     builds = ["data/mi/sudoku-head-seq", "data/mi/sudoku-head-par", "data/mi/sudoku-head-seq3", "data/mi/sudoku-head-par4"]
     data = "".join(rf"--data {b}-{h} " for b in builds)  # 10,000 states, half of them along parallel trajectories
-    assert re.search(rf"{data}--steps 3000 --out unmask/models/sudoku\n", r.stdout)
+    assert re.search(rf"{data}--steps 12000 --out unmask/models/sudoku\n", r.stdout)
     assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)  # the D head, same states
     assert "mi_head_calibration.py benchmarks/results/sudoku_head_relu" in r.stdout  # the shipped head's copy
     assert re.search(r"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors benchmarks/results/sudoku_head_relu/", r.stdout)
@@ -152,7 +152,7 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
         if c.startswith("python benchmarks/"):
             out = re.search(r"--out (\S+)", c) or re.search(r"keep_order_policy\.py \S+ (\S+)", c)
             assert out and out.group(1).startswith((results, "runs/")), c
-    assert f"--steps 3000 --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
+    assert f"--steps 12000 --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
     assert f"order_policy.safetensors {model}/\n" in r.stdout
     assert not (tmp_path / "unused").exists()
     import hashlib
