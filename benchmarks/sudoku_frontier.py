@@ -27,7 +27,8 @@ Families (each a sweep; specs in the README's policy table):
   sets their γ, the entropy budget's with them).
 
 ``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
-every other row (oracle rows included) from OUT/NAME.json. A full run without ``--influence-head``
+every other row (oracle rows included) from OUT/NAME.json; with no such file and "entropy budget" among
+them, it starts one with those families alone (e.g. a larger ``--n`` under another ``--name``). A full run without ``--influence-head``
 refuses to overwrite a file that has D-head rows.
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--exact-gammas", nargs="+", type=float, default=EXACT_GAMMAS, metavar="GAMMA",
                    help=f"γ of the oracle families and of their entropy-only twin (default: {' '.join(map(str, EXACT_GAMMAS))})")
     p.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(FAMILIES),
-                   help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json")
+                   help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json "
+                        "(none there: start it, with \"entropy budget\" among them)")
     args = p.parse_args(argv)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
@@ -202,11 +204,15 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
     the ``sweep`` families on the full test sets and of the ``measured`` oracle families on the oracle
     sets about to be measured), the runs that measured them and the D head its kept D-head rows were
     measured with, refusing a file measured with another model, head, D head or number of puzzles, or
-    an oracle set that would be left without its entropy-budget twin."""
+    an oracle set that would be left without its entropy-budget twin. Without the file, ``--families``
+    with the entropy budget among them starts one (nothing kept)."""
     flag = "--families" if sweep else "--oracle-only"
     path = args.out / f"{args.name}.json"
+    if not path.is_file() and sweep and "entropy budget" in sweep:
+        return [], [], None  # a new file with these families alone (the entropy budget: every gap's base)
     if not path.is_file():
-        p.error(f"{flag}: no {path} to keep the other rows from")
+        p.error(f"{flag}: no {path} to keep the other rows from"
+                + ("; to start one with these families alone, name \"entropy budget\" too" if sweep else ""))
     old = json.loads(path.read_text())
     if old.get("n") != args.n:
         p.error(f"{flag}: {path} was measured on {old.get('n')} puzzles per set, not --n {args.n}")

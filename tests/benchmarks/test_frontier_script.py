@@ -126,6 +126,17 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
         with pytest.raises(SystemExit):  # an oracle family is not a sweep family; the two flags do not mix
             frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", *bad, "--out", str(tmp_path / "out")])
 
+    # --families under a new --name starts that file with those families alone, the entropy budget among them.
+    new = ["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--name", "alone", "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit):  # without the entropy budget no gap has its base
+        frontier.main([*new, "--families", "demask", "--quick"])
+    assert not (tmp_path / "out" / "alone.json").exists()
+    frontier.main([*new, "--families", "entropy budget", "demask", "--quick"])
+    alone = json.loads((tmp_path / "out" / "alone.json").read_text())
+    assert {r["family"] for r in alone["rows"]} == {"entropy budget", "demask"} and len(alone["runs"]) == 1
+    assert [r["accuracy %"] for r in alone["rows"] if r["family"] == "demask"] == [r["accuracy %"] for r in demask]
+    assert (tmp_path / "out" / "alone.md").is_file()
+
 
 def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_benchmark_inputs):
     from unmask.mi.estimator import HeadConfig, MIHead, save_head
