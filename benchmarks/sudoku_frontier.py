@@ -4,7 +4,7 @@
     python benchmarks/sudoku_frontier.py --n 50 --exact-n 10 --quick         # a fast look
 
 Families (each a sweep; specs in the README's policy table):
-- entropy budget (``mi:gamma=γ,lam=0``), γ from 0.01 to 5 nats;
+- entropy budget (``mi:gamma=γ,lam=0``), γ from 0.01 to 100 nats (from 10 on, test-kaggle takes 1-1.2 passes);
 - MI-guided with the head (``mi:gamma=γ,lam=λ``), same γ, λ ∈ {0.5, 2};
 - DEMASK's rule with the head as dependency head (``demask:delta=δ,max_entropy=h``): δ from 0.003 to
   1 nats, each with no entropy cap and with caps from 0.03 to 1 nats (DEMASK's own sweep pairs its
@@ -28,12 +28,14 @@ Families (each a sweep; specs in the README's policy table):
 
 ``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
 every other row (oracle rows included) from OUT/NAME.json; with no such file and "entropy budget" among
-them, it starts one with those families alone (e.g. a larger ``--n`` under another ``--name``). A full run without ``--influence-head``
+them, it starts one with those families alone (e.g. a larger ``--n`` under another ``--name``); with
+``--extend`` it measures only the points of those families not yet in the file (a sweep widened since)
+and keeps the rest. A full run without ``--influence-head``
 refuses to overwrite a file that has D-head rows.
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
-the MI-guided frontier with the entropy-only frontier at every integer n of the low-NFE regime
-(n ≤ 6 on test-kaggle, ≤ 15 on test-hard). Writes ``benchmarks/results/sudoku_frontier.{json,md,png}``.
+the MI-guided frontier with the entropy-only frontier at n = 1, 1.25, 1.5, 1.75 and every integer n
+of the low-NFE regime from 2 (n ≤ 6 on test-kaggle, ≤ 15 on test-hard). Writes ``benchmarks/results/sudoku_frontier.{json,md,png}``.
 """
 
 from __future__ import annotations
@@ -49,11 +51,11 @@ from unmask.eval import compare, frontier, markdown_table, mixture_frontier, res
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto
-from unmask.policies import build_policy
+from unmask.policies import build_policy, parse_policy, policy_spec
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
-GAMMAS = [0.01, 0.03, 0.1, 0.3, 1.0, 2.0, 3.0, 5.0]
+GAMMAS = [0.01, 0.03, 0.1, 0.3, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0]  # (10-100: down to one pass on test-kaggle)
 FAMILIES = {  # family → specs
     "entropy budget": [f"mi:gamma={g},lam=0" for g in GAMMAS],
     "MI head λ=0.5": [f"mi:gamma={g},lam=0.5" for g in GAMMAS],
@@ -77,18 +79,19 @@ ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gam
           "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
           "exact influence λ=2": "influence_exact:gamma={g},lam=2"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
+BELOW_TWO = [1.0, 1.25, 1.5, 1.75]  # gap points below 2 passes (a strong model solves most of test-kaggle there)
 
 
 def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict]:
-    """MI-guided frontier − entropy-only frontier at each integer NFE of the low regime (a set's
-    "first N" subset shares the regime of its full set): the step frontiers (best row at mean NFE ≤ n),
+    """MI-guided frontier − entropy-only frontier at each quarter NFE below 2 and each integer NFE of
+    the low regime from 2 (a set's "first N" subset shares the regime of its full set): the step frontiers (best row at mean NFE ≤ n),
     and the mixture frontiers (the best a per-puzzle coin flip between two rows of the family reaches
     at mean NFE n), which a sweep's spacing cannot flatter."""
     out = []
     for s in sets:
         base = [r for r in rows if r["set"] == s and r["family"] == "entropy budget"]
         mi = [r for r in rows if r["set"] == s and r["family"] in mi_families]
-        for n in range(1, REGIME[s.split(" (first")[0]] + 1):
+        for n in [*BELOW_TWO, *range(2, REGIME[s.split(" (first")[0]] + 1)]:
             b, m = frontier(base, n), frontier(mi, n)
             bm, mm = mixture_frontier(base, n), mixture_frontier(mi, n)
             if b is not None and m is not None:
@@ -120,10 +123,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(FAMILIES),
                    help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json "
                         "(none there: start it, with \"entropy budget\" among them)")
+    p.add_argument("--extend", action="store_true",
+                   help="with --families: measure only their sweep points not yet in OUT/NAME.json (a widened sweep); keep the rest")
     args = p.parse_args(argv)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
         return
+    if args.extend and not args.families:
+        p.error("--extend widens the sweeps of --families; name them")
     if args.families and args.oracle_only is not None:
         p.error("--families and --oracle-only each keep the rows the other measures; give one")
     partial = args.families or args.oracle_only is not None  # some rows measured, the others kept
@@ -136,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     if any(g <= 0 for g in args.exact_gammas):
         p.error(f"--exact-gammas: every γ must be > 0, got {' '.join(map(str, args.exact_gammas))}")
     head_dir = args.head or args.model  # where build_policy finds the MI head
-    kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir) if partial else ([], [], None)
+    kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir, args.extend) if partial else ([], [], None)
     if not partial and not args.influence_head:
         refuse_to_drop_d_rows(args, p)
     influence_head = shown_path(args.influence_head) if args.influence_head else kept_influence  # what D-head rows were measured with
@@ -155,6 +162,11 @@ def main(argv: list[str] | None = None) -> None:
     rows = kept
     for family in sweep:
         specs = FAMILIES[family][::2] if args.quick else FAMILIES[family]
+        if args.extend:  # the points on every test set already: kept; the others measured (a half-kept point afresh)
+            have = {(r["set"], r["policy"]) for r in rows if r["family"] == family}
+            specs = [s for s in specs if not all((name, policy_spec(parse_policy(s))) in have for name in REGIME)]
+            again = {policy_spec(parse_policy(s)) for s in specs}
+            rows = [r for r in rows if not (r["family"] == family and r["policy"] in again)]
         folder = args.influence_head if family in INFLUENCE else head_dir
         for r in compare(task, model, sets, [build_policy(s, model, folder) for s in specs], progress=False, cache=caches[folder]):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
@@ -173,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets, "exact_gammas": args.exact_gammas} if measured else {}  # (--families runs no oracle)
     this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
                 **({"influence_head": shown_path(args.influence_head)} if any(f in INFLUENCE for f in sweep) else {}),
-                "measured": sweep + measured if partial else "all rows",
+                "measured": sweep + measured if partial else "all rows", **({"extended": True} if args.extend else {}),
                 "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": sum(c.hits for c in caches.values())}
     with_d = influence_head and any(r["family"] in INFLUENCE for r in rows)
     heads = {"head": this_run["head"], **({"influence_head": influence_head} if with_d else {})}
@@ -199,10 +211,11 @@ def oracle_label(name: str, exact_n: int) -> str:
 
 
 def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list[str],
-              head_dir: str) -> tuple[list[dict], list[dict], str | None]:
+              head_dir: str, extend: bool = False) -> tuple[list[dict], list[dict], str | None]:
     """The rows of OUT/NAME.json that ``--families`` or ``--oracle-only`` keeps (all but the rows of
     the ``sweep`` families on the full test sets and of the ``measured`` oracle families on the oracle
-    sets about to be measured), the runs that measured them and the D head its kept D-head rows were
+    sets about to be measured; with ``extend``, the sweep families' rows at points still in their sweep
+    are kept too), the runs that measured them and the D head its kept D-head rows were
     measured with, refusing a file measured with another model, head, D head or number of puzzles, or
     an oracle set that would be left without its entropy-budget twin. Without the file, ``--families``
     with the entropy budget among them starts one (nothing kept)."""
@@ -220,8 +233,9 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
         p.error(f"{flag}: {path} was measured with model {old.get('model')} and head {old.get('head')}, "
                 f"not {shown_path(args.model)} and {shown_path(head_dir)}")
     labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets} if measured else set()
+    still_swept = {(f, policy_spec(parse_policy(s))) for f in sweep for s in FAMILIES[f]} if extend else set()
     kept = [r for r in old["rows"] if not (r["set"] in labels and r["family"] in measured)
-            and not (r["set"] in REGIME and r["family"] in sweep)]
+            and not (r["set"] in REGIME and r["family"] in sweep and (r["family"], r["policy"]) not in still_swept)]
     old_influence = old.get("influence_head")
     if args.influence_head and old_influence and any(r["family"] in INFLUENCE and r["family"] not in sweep for r in kept) \
             and old_influence != shown_path(args.influence_head):

@@ -49,12 +49,13 @@ REFERENCE = [  # Shah et al. (seed 000): 4.2M model, 1,000 Kaggle test puzzles
 ]
 
 
-def reuse_baselines(path: Path, n: int, sets: list[str]) -> list[dict]:
-    """Baseline rows already measured by sudoku_policies.py on the same sets and sizes."""
+def reuse_baselines(path: Path, n: int, sets: list[str], model: str, parameters: int) -> list[dict]:
+    """Baseline rows already measured by sudoku_policies.py on the same sets and sizes with the same
+    model (its folder and parameter count: a model of another size in the same folder is not reused)."""
     if not path.is_file():
         return []
     saved = json.loads(path.read_text())
-    if saved["meta"]["n"] != n:
+    if saved["meta"]["n"] != n or (saved["meta"].get("model"), saved["meta"].get("parameters")) != (model, parameters):
         return []
     keep = {policy_spec(parse_policy(s)) for s in BASELINES}
     return [r for r in saved["rows"] if r["set"] in sets and r["policy"] in keep]
@@ -87,6 +88,8 @@ def main() -> None:
     p.add_argument("--lams", type=float, nargs="+", default=[2.0], help="λ values besides 0")
     p.add_argument("--exact", default="mi_exact:gamma=0.1,lam=2", help="exact-MI oracle spec, compared with the head at the same γ, λ")
     p.add_argument("--out", default="benchmarks/results", type=Path)
+    p.add_argument("--baselines", type=Path, help="sudoku_policies.json whose baseline rows to reuse when measured with the same "
+                   "model and --n (default: OUT/sudoku_policies.json)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--only-exact", action="store_true", help="re-measure only the first --exact-n rows and merge them into OUT/sudoku_mi.json")
     args = p.parse_args()
@@ -110,7 +113,8 @@ def main() -> None:
     # Rows (and structure scores) measured before an interruption are kept in OUT/sudoku_mi.partial.jsonl and reused.
     cache = results_cache(args.out, "sudoku_mi", args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets)],
                           n=args.n, threads=args.threads)
-    rows = reuse_baselines(args.out / "sudoku_policies.json", args.n, args.sets)
+    rows = reuse_baselines(args.baselines or args.out / "sudoku_policies.json", args.n, args.sets, shown_path(args.model),
+                           model.num_parameters())
     missing = [s for s in BASELINES if not any(r["policy"] == policy_spec(parse_policy(s)) for r in rows)]
     gammas = args.gammas or [round(DEFAULT.gamma * f, 4) for f in (1 / 3, 1, 3)]
     lams = [0.0] + [lam for lam in args.lams if lam != 0]

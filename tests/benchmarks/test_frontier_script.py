@@ -300,3 +300,27 @@ def test_frontier_rows_compare_each_learned_row_with_its_own_sets_heuristics():
     assert a["heuristic mixture %"] == 60.0 and a["gap vs mixture"] == 10.0  # half of (2, 40) and (4, 80)
     b = got[("b", "learned[c1]:steps=4")]
     assert b["gap vs step frontier"] == -40.0 and b["heuristic mixture %"] == 90.0
+
+
+def test_frontier_extend_measures_only_the_points_a_file_lacks(tmp_path, sudoku_benchmark_inputs):
+    frontier = load_script("sudoku_frontier")
+    model_dir, data = sudoku_benchmark_inputs
+    args = ["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--name", "ext", "--out", str(tmp_path), "--quick"]
+    frontier.main([*args, "--families", "entropy budget"])
+    path = tmp_path / "ext.json"
+    first = json.loads(path.read_text())
+    specs = [r["policy"] for r in first["rows"] if r["set"] == "test-kaggle"]
+    assert len(specs) == len(frontier.FAMILIES["entropy budget"][::2]) >= 3
+    gone, half = specs[0], specs[-1]  # a point missing on both sets, and one on test-hard only
+    for r in first["rows"]:
+        r["accuracy %"] = -1  # a mark: a kept row keeps it, a measured one cannot
+    first["rows"] = [r for r in first["rows"] if r["policy"] != gone and not (r["policy"] == half and r["set"] == "test-hard")]
+    path.write_text(json.dumps(first))
+    frontier.main([*args, "--families", "entropy budget", "--extend"])
+    rows = json.loads(path.read_text())["rows"]
+    assert sorted((r["set"], r["policy"]) for r in rows) == sorted((s, p) for s in frontier.REGIME for p in specs)  # no duplicate
+    fresh = {r["policy"] for r in rows if r["accuracy %"] >= 0}
+    assert fresh == {gone, half}  # the missing point and the half-kept one, on both sets; nothing else measured again
+    assert json.loads(path.read_text())["runs"][-1]["extended"] is True
+    with pytest.raises(SystemExit):  # --extend widens named families only
+        frontier.main([*args, "--extend"])
