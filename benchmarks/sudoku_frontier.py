@@ -84,8 +84,8 @@ BELOW_TWO = [1.0, 1.25, 1.5, 1.75]  # gap points below 2 passes (a strong model 
 
 def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict]:
     """MI-guided frontier − entropy-only frontier at each quarter NFE below 2 and each integer NFE of
-    the low regime from 2 (a set's "first N" subset shares the regime of its full set): the step frontiers (best row at mean NFE ≤ n),
-    and the mixture frontiers (the best a per-puzzle coin flip between two rows of the family reaches
+    the low regime from 2 (a set's "first N" subset shares the regime of its full set): the step
+    frontiers (best row at mean NFE ≤ n), and the mixture frontiers (the best a per-puzzle coin flip between two rows of the family reaches
     at mean NFE n), which a sweep's spacing cannot flatter."""
     out = []
     for s in sets:
