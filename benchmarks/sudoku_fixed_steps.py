@@ -13,7 +13,8 @@ many cells a pass takes.
 Each head (the MI head, ``--head``; a head fitted to DEMASK's influence D, ``--influence-head``) at
 λ ∈ {0.5, 1, 2, 4}; S over the low-NFE regime of each set. Beside each row, the entropy budget's
 mixture frontier at S passes (``mi:gamma=γ,lam=0``, the best per-puzzle coin flip between two of
-its γ), read from OUT/sudoku_frontier.json when that file measured the same model on the same puzzles.
+its γ), read from OUT/sudoku_frontier.json (``--frontier`` names another) when that file measured the same
+model on the same number of puzzles.
 Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl, so a rerun resumes;
 ``--tables-only`` derives the comparisons, tables and plot again from OUT/NAME.json.
 """
@@ -85,9 +86,10 @@ def compared(rows: list[dict], frontier_rows: dict[str, list[dict]]) -> list[dic
     return rows
 
 
-def budget_frontier(out: Path, model: str, n: int) -> dict[str, list[dict]]:
-    """The entropy budget's rows per set from OUT/sudoku_frontier.json, if it measured ``model`` on ``n`` puzzles."""
-    path = out / "sudoku_frontier.json"
+def budget_frontier(out: Path, name: str, model: str, n: int) -> dict[str, list[dict]]:
+    """The entropy budget's rows per set from OUT/NAME.json (a ``sudoku_frontier.py`` result), if it
+    measured ``model`` on ``n`` puzzles."""
+    path = out / f"{name}.json"
     if not path.is_file():
         return {}
     old = json.loads(path.read_text())
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps-kaggle", type=int, nargs="+", default=STEPS["test-kaggle"], help="passes S on test-kaggle")
     p.add_argument("--steps-hard", type=int, nargs="+", default=STEPS["test-hard"], help="passes S on test-hard")
     p.add_argument("--name", default="sudoku_fixed_steps")
+    p.add_argument("--frontier", default="sudoku_frontier", help="OUT/FRONTIER.json: the frontier result whose entropy budget rows are compared")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     p.add_argument("--tables-only", action="store_true", help="rewrite the comparisons, tables and plot from OUT/NAME.json")
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
         if not path.is_file():
             p.error(f"--tables-only: no {path}")
         result = json.loads(path.read_text())
-        frontier_rows = budget_frontier(args.out, result["model"], result["n"])
+        frontier_rows = budget_frontier(args.out, args.frontier, result["model"], result["n"])
+        result["budget_frontier_from"] = f"{args.frontier}.json" if frontier_rows else None
         write({**result, "rows": compared(result["rows"], frontier_rows)}, args.out, args.name, frontier_rows)
         return
     if any(lam <= 0 for lam in args.lams):
@@ -163,10 +167,10 @@ def main(argv: list[str] | None = None) -> None:
             for label, folder in heads.items():
                 for lam in args.lams:
                     rows.append({**measure(label, f"mi_steps:steps={s},lam={lam}", folder), "lam": lam})
-    frontier_rows = budget_frontier(args.out, shown_path(args.model), args.n)
+    frontier_rows = budget_frontier(args.out, args.frontier, shown_path(args.model), args.n)
     rows = compared(rows, frontier_rows)
     result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,
-              "budget_frontier_from": "sudoku_frontier.json" if frontier_rows else None,
+              "budget_frontier_from": f"{args.frontier}.json" if frontier_rows else None,
               "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows}
     write(result, args.out, args.name, frontier_rows)
     cache.done()

@@ -80,6 +80,12 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     (out / "sudoku_frontier.json").write_text(json.dumps({**frontier, "n": 5}))
     fixed.main(argv)
     assert all("budget mixture %" not in r for r in json.loads((out / "sudoku_fixed_steps.json").read_text())["rows"])
+    # --frontier names the file compared with (e.g. a 300-puzzle frontier kept under its own name).
+    (out / "frontier_4.json").write_text(json.dumps(frontier))
+    fixed.main(["--out", str(out), "--tables-only", "--frontier", "frontier_4"])
+    again = json.loads((out / "sudoku_fixed_steps.json").read_text())
+    assert again["budget_frontier_from"] == "frontier_4.json"
+    assert [r.get("budget mixture %") for r in again["rows"] if r["set"] == "test-kaggle"] == [None] * 3 + [8.0] * 3
 
 
 def test_fixed_steps_script_refuses_bad_settings_in_one_line(tmp_path, sudoku_benchmark_inputs, capsys):
