@@ -15,27 +15,31 @@ Over every ordered pair (i, j) of distinct masked cells it reports:
 * the raw exact entries I[i, j] (row i = the probed cell): the share below 0 (and below −0.01,
   −0.1 nats), the minimum, quantiles, and the negative entries' share of the total |I| mass;
 * how well I[i, j] and I[j, i] agree (:func:`unmask.mi.fit.consistency`, as in ``mi_head.json``);
-* what the head Î = softplus(s_ij + b) outputs on the same pairs: its bias b and softplus(b) (the
-  value at s_ij = 0, not a floor: s_ij is a learned bilinear form of either sign), the share of
-  pairs below softplus(b), the minimum and quantiles, and the share of pairs whose charge λ·Î alone
-  exceeds the budget γ for the (γ, λ) pairs in the results tables.
+* what the head Î = link(s_ij + b) outputs on the same pairs (link: softplus or relu, as the head
+  was fitted): its bias b and link(b) (the value at s_ij = 0, not a floor: s_ij is a learned
+  bilinear form of either sign), the share of pairs below link(b) and the share charged exactly 0
+  (relu only can), the minimum and quantiles, and the share of pairs whose charge λ·Î alone exceeds
+  the budget γ for the (γ, λ) pairs in the results tables.
 
-Writes ``benchmarks/results/sudoku_mi_stats.{json,md}``.
+The states are built shard by shard into ``--states-dir`` (a killed run resumes there).
+Writes ``OUT/sudoku_mi_stats.{json,md}`` (``--out``, default ``benchmarks/results``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
+from unmask.errors import UnmaskError
 from unmask.eval import shown_path
-from unmask.mi.data import MIDataConfig, build_shard
+from unmask.io import atomic_write
+from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data
 from unmask.mi.estimator import load_head
 from unmask.mi.fit import consistency, hidden_states
 from unmask.model import load_model
@@ -52,24 +56,37 @@ def quantiles(x: torch.Tensor) -> dict:
     return {f"q{round(100 * p)}": float(v) for p, v in zip(QUANTILES, q)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL))
     p.add_argument("--examples", default="data/sudoku/train-2k.csv", type=Path, help="puzzles the trajectories start from")
     p.add_argument("--states", type=int, default=1200, help="states (one per trajectory)")
     p.add_argument("--seed", type=int, default=0, help="seed of unmask mi data (prompt, step and row choice)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--workers", type=int, default=1, help="processes building the exact-MI states")
+    p.add_argument("--states-dir", type=Path, help="where the exact-MI states are built and kept (default: runs/sudoku_mi_stats/<hash of the inputs>)")
     p.add_argument("--out", default="benchmarks/results", type=Path)
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if not args.examples.is_file():
+        p.error(f"--examples: no {args.examples}")
+    if args.states < 1:
+        p.error("--states must be >= 1")
 
     torch.set_num_threads(args.threads)
+    torch.set_grad_enabled(False)  # (statistics only: no graph over 1,200 states)
     start = time.time()
     model = load_model(args.model, task="sudoku")
     head = load_head(args.model)
     prompts = to_tokens(read_puzzles(args.examples).quizzes)
     cfg = MIDataConfig(states=args.states, shard_size=100, rows=0, eps=1e-3, policy="sequential", seed=args.seed)
-    shards = [build_shard(model, prompts, cfg, k) for k in range(cfg.shards)]
-    data = {key: torch.from_numpy(np.concatenate([s[key] for s in shards])) for key in shards[0]}
+    source = {"model": shown_path(args.model), "examples": shown_path(args.examples)}
+    states_dir = args.states_dir or Path("runs/sudoku_mi_stats") / hashlib.sha256(
+        json.dumps([source, args.states, args.seed]).encode()).hexdigest()[:12]
+    try:  # shard by shard: a killed run resumes, a rerun with the same inputs reuses them
+        build_mi_data(partial(load_model, args.model, task="sudoku"), prompts, cfg, states_dir, workers=args.workers, source=source)
+        data = load_mi_data(states_dir)
+    except UnmaskError as e:
+        p.error(str(e))
     tokens = data["tokens"].long()
     masked = tokens == model.mask_id
     eye = torch.eye(tokens.shape[1], dtype=torch.bool)
@@ -79,6 +96,7 @@ def main() -> None:
     with torch.no_grad():
         est = head(hidden_states(model, tokens)).double()[pairs]
     bias = float(head.bias)
+    at_zero = float(head.link(torch.tensor(bias, dtype=torch.float64)))  # Î at s_ij = 0: link(b)
     exact = {
         "entries": int(len(raw)),
         "share_below_0": float((raw < 0).double().mean()),
@@ -93,9 +111,11 @@ def main() -> None:
     }
     charges = {f"share_lam_I_above_gamma(gamma={g},lam={lam})": float((lam * est > g).double().mean()) for g, lam in CHARGES}
     head_stats = {
+        "link": head.cfg.link,
         "bias": bias,
-        "softplus_bias": float(F.softplus(torch.tensor(bias))),
-        "share_below_softplus_bias": float((est < F.softplus(torch.tensor(bias, dtype=torch.float64))).double().mean()),
+        "link_bias": at_zero,
+        "share_below_link_bias": float((est < at_zero).double().mean()),
+        "share_zero": float((est == 0).double().mean()),
         "min": float(est.min()),
         "max": float(est.max()),
         "mean": float(est.mean()),
@@ -104,11 +124,11 @@ def main() -> None:
     }
     meta = {"model": shown_path(args.model), "examples": shown_path(args.examples), "states": args.states,
             "seed": args.seed, "eps": cfg.eps, "mean_masked_cells": float(masked.double().sum(1).mean()),
-            "probe_passes": int(data["passes"].sum()), "threads": args.threads,
+            "probe_passes": int(data["passes"].sum()), "threads": args.threads, "workers": args.workers,
             "minutes": round((time.time() - start) / 60, 1)}
     args.out.mkdir(parents=True, exist_ok=True)
     out = {"meta": meta, "exact": exact, "head": head_stats}
-    (args.out / "sudoku_mi_stats.json").write_text(json.dumps(out, indent=1) + "\n")
+    atomic_write(args.out / "sudoku_mi_stats.json", lambda t: Path(t).write_text(json.dumps(out, indent=1) + "\n"))
     lines = [f"{args.states} states of sequential trajectories of `{meta['examples']}` (seed {args.seed}), "
              f"{meta['mean_masked_cells']:.1f} masked cells on average; every ordered pair of distinct masked cells.", "",
              "| MI from | pairs | share < 0 | share < −0.01 | share < −0.1 | min | 1st percentile | median | 99th percentile | max |",
@@ -120,13 +140,15 @@ def main() -> None:
               f"| exact: negative entries' share of the total \\|I\\| mass | {exact['negative_share_of_abs_mass']:.1%} |",
               f"| exact: I_ij vs I_ji Pearson | {exact['exact_ij_vs_ji_pearson']:.3g} |",
               f"| exact: I_ij vs I_ji Spearman | {exact['exact_ij_vs_ji_spearman']:.3g} |",
+              f"| head: link | {head.cfg.link} |",
               f"| head: bias b | {bias:.3g} |",
-              f"| head: softplus(b), its output at s_ij = 0 | {head_stats['softplus_bias']:.3g} |",
-              f"| head: share of pairs below softplus(b) | {head_stats['share_below_softplus_bias']:.1%} |",
+              f"| head: {head.cfg.link}(b), its output at s_ij = 0 | {at_zero:.3g} |",
+              f"| head: share of pairs below {head.cfg.link}(b) | {head_stats['share_below_link_bias']:.1%} |",
+              f"| head: share of pairs charged exactly 0 | {head_stats['share_zero']:.1%} |",
               f"| head: mean | {head_stats['mean']:.3g} |"]
     lines += [f"| head: share of pairs with λ·Î > γ (γ = {g}, λ = {lam}) | {charges[f'share_lam_I_above_gamma(gamma={g},lam={lam})']:.1%} |"
               for g, lam in CHARGES]
-    (args.out / "sudoku_mi_stats.md").write_text("\n".join(lines) + "\n")
+    atomic_write(args.out / "sudoku_mi_stats.md", lambda t: Path(t).write_text("\n".join(lines) + "\n"))
     print("\n".join(lines))
     print(f"{meta['minutes']} min", flush=True)
 
