@@ -44,11 +44,16 @@ from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 GAMMAS = [0.1, 0.3, 1.0, 2.0, 3.0]  # the frontier's γ in the low-NFE regime
+FIXED_PASSES = [3, 4, 6]  # S of the fixed-pass families (both sets' low end)
 FAMILIES = {  # family → specs (the low-NFE end of benchmarks/sudoku_frontier.py's sweeps)
     "entropy budget": [f"mi:gamma={g},lam=0" for g in GAMMAS],
     "MI head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
     "threshold": [f"threshold:tau={t}" for t in (0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (5, 10, 20)],
+    # At a fixed number of passes (benchmarks/sudoku_fixed_steps.py): does the charge's choice of cells
+    # lose through dependencies it lets through, or through the model's own errors on the cells it picks?
+    "entropy order, fixed passes": [f"mi_steps:steps={s},lam=0" for s in FIXED_PASSES],
+    "MI head λ=1, fixed passes": [f"mi_steps:steps={s},lam=1" for s in FIXED_PASSES],
 }
 SETS = ["test-kaggle", "test-hard"]
 ZERO = 1e-9  # an MI or TV score below this is 0 (the exact computation's rounding), so it ties with 0
@@ -190,7 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="sudoku_failures")
     p.add_argument("--culprits", nargs="*", default=["entropy budget"], choices=list(FAMILIES), metavar="FAMILY",
                    help="families whose culprit pairs are ranked by the MI head and by exact MI (costs ~50 passes a failed puzzle)")
+    p.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES), metavar="FAMILY",
+                   help=f"families to measure (default: all: {'; '.join(FAMILIES)})")
     args = p.parse_args(argv)
+    if unknown := [f for f in args.culprits if f not in args.families]:
+        p.error(f"--culprits {', '.join(unknown)}: not among --families")
 
     torch.set_num_threads(args.threads)
     start = time.time()
@@ -203,8 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     for set_name in SETS:
         examples = standard_set(args.data_dir, set_name, args.n)
         tokens, targets = task.encode(examples), task.targets(examples)  # (N, 81) each
-        for family, specs in FAMILIES.items():
-            for spec in specs:
+        for family in args.families:
+            for spec in FAMILIES[family]:
                 policy = build_policy(spec, model, head_dir)
                 result = decode_all(model, tokens, policy).result
                 failures = failure_causes(model, result, targets, peers)
@@ -215,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
                     print(json.dumps(culprit_rows[-1]), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     out = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, "threads": args.threads,
-           "minutes": round((time.time() - start) / 60, 1), "rows": rows, "culprits": culprit_rows}
+           "families": args.families, "minutes": round((time.time() - start) / 60, 1), "rows": rows, "culprits": culprit_rows}
     atomic_write(args.out / f"{args.name}.json", lambda t: Path(t).write_text(json.dumps(out, indent=1) + "\n"))
     md = markdown_table(rows, [c for c in rows[0] if c != "n"])
     if culprit_rows:
@@ -223,7 +232,8 @@ def main(argv: list[str] | None = None) -> None:
         md += markdown_table(culprit_rows, list(culprit_rows[0]))
     atomic_write(args.out / f"{args.name}.md", lambda t: Path(t).write_text(md + "\n"))
     shares = [{"set": r["set"], "policy": f"{r['family']}, {kind}", "mean_nfe": r["mean_nfe"], "share %": r[f"{kind} %"]}
-              for r in rows if r["family"] in ("entropy budget", "MI head λ=2") for kind in ("dependency", "own")]
+              for r in rows if r["family"] in ("entropy budget", "MI head λ=2", *[f for f in args.families if "fixed" in f])
+              for kind in ("dependency", "own")]
     plot_pareto(shares, args.out / f"{args.name}.png", "Sudoku failures", y="share %", ylabel="% of puzzles failed, by cause")
     print(md)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from tests.benchmarks.scripts import load_script
@@ -150,3 +151,21 @@ def test_failures_script_ranks_culprits_only_for_the_families_asked(tmp_path, su
     by_policy = {r["policy"]: r for r in result["rows"] if r["set"] == "test-kaggle"}
     for r in result["culprits"][: len(topk)]:  # a puzzle fixed by a single step-mate gives culprit pairs, and only then
         assert (r["culprit pairs"] > 0) == (by_policy[r["policy"]]["pairwise %"] > 0)
+
+
+def test_failures_script_measures_only_the_families_named(tmp_path, sudoku_benchmark_inputs, capsys):
+    failures = load_script("sudoku_failures")
+    model_dir, data = sudoku_benchmark_inputs
+    fixed = ["entropy order, fixed passes", "MI head λ=1, fixed passes"]
+    failures.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "3", "--families", *fixed, "--culprits",
+                   "--out", str(tmp_path / "out"), "--name", "fixed"])
+    result = json.loads((tmp_path / "out" / "fixed.json").read_text())
+    assert [(r["set"], r["family"]) for r in result["rows"]] == [
+        (s, f) for s in failures.SETS for f in fixed for _ in failures.FIXED_PASSES]
+    for r in result["rows"]:  # each takes exactly its S passes
+        assert r["mean_nfe"] == int(r["policy"].split("steps=")[1].split(",")[0])
+    assert result["families"] == fixed and result["culprits"] == []
+    with pytest.raises(SystemExit) as e:  # culprits of a family not measured: refused, not silently empty
+        failures.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "3", "--families", *fixed,
+                       "--out", str(tmp_path / "out")])
+    assert e.value.code == 2 and "--culprits entropy budget: not among --families" in capsys.readouterr().err
