@@ -17,6 +17,11 @@ its γ), read from OUT/sudoku_frontier.json (``--frontier`` names another) when 
 model on the same number of puzzles.
 Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl, so a rerun resumes;
 ``--tables-only`` derives the comparisons, tables and plot again from OUT/NAME.json.
+
+``--exact-n N`` adds an oracle on the first N puzzles of ``--exact-sets`` (test-hard by default): the
+same rule charging an exact score from probing the model (``exact_steps:steps=S,lam=λ,charge=C``:
+DEMASK's influence D and the paper's I) at ``--exact-steps``, each paired with entropy order on those
+puzzles, its probe passes reported apart. It answers whether a perfect head would choose better cells.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 STEPS = {"test-kaggle": [2, 3, 4, 5, 6], "test-hard": [4, 6, 8, 10, 12, 15]}  # set → passes S (its low-NFE regime)
 LAMBDAS = [0.5, 1.0, 2.0, 4.0]
 BASE = "entropy order"  # the λ = 0 twin of every row
+EXACT = {"influence": "exact D", "mi": "exact MI"}  # exact_steps charge → family of its rows
 
 
 def mcnemar_p(gained: int, lost: int) -> float:
@@ -117,6 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     p.add_argument("--tables-only", action="store_true", help="rewrite the comparisons, tables and plot from OUT/NAME.json")
+    p.add_argument("--exact-n", type=int, default=0, help="puzzles of the exact-charge oracle (0: none)")
+    p.add_argument("--exact-sets", nargs="+", default=["test-hard"], choices=list(STEPS), help="test sets of the oracle")
+    p.add_argument("--exact-steps", type=int, nargs="+", default=[4, 6], help="passes S of the oracle")
+    p.add_argument("--exact-lams", type=float, nargs="+", default=[1.0], help="λ of the oracle's charges")
+    p.add_argument("--exact-charges", nargs="+", default=list(EXACT), choices=list(EXACT), help="exact scores charged")
+    p.add_argument("--exact-only", action="store_true", help="measure the oracle alone; keep the other rows from OUT/NAME.json")
     args = p.parse_args(argv)
     if args.tables_only:  # the comparisons, tables and plot again from the measured rows
         path = args.out / f"{args.name}.json"
@@ -129,9 +141,20 @@ def main(argv: list[str] | None = None) -> None:
         return
     if any(lam <= 0 for lam in args.lams):
         p.error("--lams: every λ must be > 0 (λ = 0 is the baseline each row is compared with)")
-    if any(s < 1 for s in args.steps_kaggle + args.steps_hard):
-        p.error("--steps-kaggle/--steps-hard: passes must be >= 1")
+    if any(s < 1 for s in args.steps_kaggle + args.steps_hard + args.exact_steps):
+        p.error("--steps-kaggle/--steps-hard/--exact-steps: passes must be >= 1")
+    if any(lam <= 0 for lam in args.exact_lams) or args.exact_n < 0:
+        p.error("--exact-lams: every λ must be > 0; --exact-n must be >= 0")
     heads = {"MI head": args.head or args.model, **({"D head": args.influence_head} if args.influence_head else {})}
+    kept = []  # --exact-only: the head rows measured before
+    if args.exact_only:
+        path = args.out / f"{args.name}.json"
+        if not args.exact_n or not path.is_file():
+            p.error(f"--exact-only needs --exact-n > 0 and {path} to keep the other rows from")
+        old = json.loads(path.read_text())
+        if (old["model"], old["n"]) != (shown_path(args.model), args.n):
+            p.error(f"--exact-only: {path} was measured with {old['model']} on {old['n']} puzzles, not {shown_path(args.model)} on {args.n}")
+        kept, heads = [r for r in old["rows"] if r["set"] in STEPS], old["heads"]
     for label, folder in heads.items():
         if not (Path(folder) / HEAD_WEIGHTS).is_file():
             p.error(f"{label}: no {HEAD_WEIGHTS} in {folder}")
@@ -144,32 +167,43 @@ def main(argv: list[str] | None = None) -> None:
     files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in steps)]
     cache = results_cache(args.out, args.name, args.model, files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
                           n=args.n, threads=args.threads)  # (rows keep their seconds)
-    rows = []
-    for set_name, passes in steps.items():
+
+    def measure(label: str, examples: list, tokens: torch.Tensor, family: str, spec: str, folder: str, lam: float) -> dict:
+        key = {"set": label, "family": family, "policy": spec}
+        row = cache.get(key)
+        if row is None:
+            run = decode_all(model, tokens, build_policy(spec, model, folder), TokenRule())
+            solved = task.score(run.result.tokens, examples).tolist()
+            row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
+                   "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved)}
+            if run.result.extra_passes.any():  # the oracle's probes, apart from NFE
+                row["extra_passes"] = round(float(run.result.extra_passes.double().mean()), 1)
+            cache.put(key, row)
+        print(json.dumps({k: row[k] for k in ("set", "family", "policy", "mean_nfe", "accuracy %")}), flush=True)
+        return {**row, "lam": lam}
+
+    rows = kept
+    for set_name, passes in {} if args.exact_only else steps.items():
         examples = standard_set(args.data_dir, set_name, args.n)
         tokens = task.encode(examples)
-
-        def measure(label: str, spec: str, folder: str) -> dict:
-            key = {"set": set_name, "family": label, "policy": spec}
-            row = cache.get(key)
-            if row is None:
-                run = decode_all(model, tokens, build_policy(spec, model, folder), TokenRule())
-                solved = task.score(run.result.tokens, examples).tolist()
-                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
-                       "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved)}
-                cache.put(key, row)
-            print(json.dumps({k: row[k] for k in ("set", "family", "policy", "mean_nfe", "accuracy %")}), flush=True)
-            return row
-
         for s in passes:
-            base = measure(BASE, f"mi_steps:steps={s},lam=0", args.model)
-            rows.append({**base, "lam": 0.0})
+            rows.append(measure(set_name, examples, tokens, BASE, f"mi_steps:steps={s},lam=0", args.model, 0.0))
             for label, folder in heads.items():
                 for lam in args.lams:
-                    rows.append({**measure(label, f"mi_steps:steps={s},lam={lam}", folder), "lam": lam})
+                    rows.append(measure(set_name, examples, tokens, label, f"mi_steps:steps={s},lam={lam}", folder, lam))
+    for set_name in args.exact_sets if args.exact_n else []:  # the oracle: exact charges on the first puzzles
+        examples = standard_set(args.data_dir, set_name, args.exact_n)
+        tokens, label = task.encode(examples), f"{set_name} (first {args.exact_n})"
+        for s in args.exact_steps:
+            rows.append(measure(label, examples, tokens, BASE, f"mi_steps:steps={s},lam=0", args.model, 0.0))
+            for charge in args.exact_charges:
+                for lam in args.exact_lams:
+                    rows.append(measure(label, examples, tokens, EXACT[charge], f"exact_steps:steps={s},lam={lam},charge={charge}",
+                                        args.model, lam))
     frontier_rows = budget_frontier(args.out, args.frontier, shown_path(args.model), args.n)
     rows = compared(rows, frontier_rows)
     result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,
+              **({"exact_n": args.exact_n} if args.exact_n else {}),
               "budget_frontier_from": f"{args.frontier}.json" if frontier_rows else None,
               "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows}
     write(result, args.out, args.name, frontier_rows)
@@ -181,7 +215,7 @@ def write(result: dict, out: Path, name: str, frontier_rows: dict[str, list[dict
     rows = result["rows"]
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))  # (--tables-only rewrites its input)
-    cols = ["set", "family", "lam", "policy", "mean_nfe", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
+    cols = ["set", "family", "lam", "policy", "mean_nfe", "extra_passes", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
             "p (McNemar)", "budget mixture %", "vs budget mixture"]
     md = markdown_table(rows, [c for c in cols if any(c in r for r in rows)])
     atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))

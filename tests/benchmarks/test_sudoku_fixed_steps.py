@@ -80,6 +80,19 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     (out / "sudoku_frontier.json").write_text(json.dumps({**frontier, "n": 5}))
     fixed.main(argv)
     assert all("budget mixture %" not in r for r in json.loads((out / "sudoku_fixed_steps.json").read_text())["rows"])
+    # --exact-only adds the exact-charge oracle on the first puzzles, paired with entropy order there, and
+    # keeps every head row as it was.
+    before = json.loads((out / "sudoku_fixed_steps.json").read_text())["rows"]
+    fixed.main(argv + ["--exact-only", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence", "mi"])
+    got = json.loads((out / "sudoku_fixed_steps.json").read_text())
+    assert got["rows"][: len(before)] == before and got["exact_n"] == 2
+    oracle = got["rows"][len(before):]
+    assert [(r["set"], r["family"], r["policy"]) for r in oracle] == [
+        ("test-hard (first 2)", "entropy order", "mi_steps:steps=2,lam=0"),
+        ("test-hard (first 2)", "exact D", "exact_steps:steps=2,lam=1.0,charge=influence"),
+        ("test-hard (first 2)", "exact MI", "exact_steps:steps=2,lam=1.0,charge=mi")]
+    assert all(r["mean_nfe"] == 2 and len(r["solved"]) == 2 for r in oracle)
+    assert all(r["extra_passes"] > 0 and r["vs λ=0"] == r["accuracy %"] - oracle[0]["accuracy %"] for r in oracle[1:])
     # --frontier names the file compared with (e.g. a 300-puzzle frontier kept under its own name).
     (out / "frontier_4.json").write_text(json.dumps(frontier))
     fixed.main(["--out", str(out), "--tables-only", "--frontier", "frontier_4"])
@@ -92,6 +105,8 @@ def test_fixed_steps_script_refuses_bad_settings_in_one_line(tmp_path, sudoku_be
     fixed = load_script("sudoku_fixed_steps")
     model_dir, data = sudoku_benchmark_inputs
     for bad, says in ((["--lams", "0"], "every λ must be > 0"), (["--steps-hard", "0"], "passes must be >= 1"),
+                      (["--exact-only", "--exact-n", "3"], "--exact-only needs --exact-n > 0 and"),
+                      (["--exact-lams", "0"], "--exact-lams: every λ must be > 0"),
                       (["--influence-head", str(tmp_path)], "D head: no mi_head.safetensors")):
         with pytest.raises(SystemExit) as e:
             fixed.main(["--model", str(model_dir), "--data-dir", str(data), "--out", str(tmp_path / "out"), *bad])

@@ -86,6 +86,32 @@ def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv, spec):
     assert (out.extra_passes == (1 + 3 * 3) + (1 + 1)).all()  # per row, not just in total
 
 
+@pytest.mark.parametrize("charge", ["influence", "mi", "joint"])
+def test_exact_steps_keeps_a_copied_pair_apart_at_the_same_passes(charge):
+    # X1 = X2 uniform, X3 independent uniform; 2 passes, so the first reveals 2 of the 3. Entropy order
+    # (λ = 0) takes X1 and X2 together (ties go to the lower position) and breaks the copy; the exact
+    # charge takes X3 beside X1 instead. Bugs caught: the charge not applied, applied to the wrong
+    # pair, or the pace changed (the passes stay exactly 2 either way).
+    p = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        p[x, x, :] = 1 / 9
+    oracle = JointDenoiser(p)
+    tokens = torch.full((300, 3), oracle.mask_id)
+    logits, hidden = oracle(tokens[:1])
+    state = DecodeState(tokens[:1], tokens[:1] == oracle.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
+    base = as_selection(attach(parse_policy("exact_steps:steps=2,lam=0"), denoiser=oracle).select(state))
+    assert base.reveal[0].tolist() == [True, True, False] and base.extra_passes is None  # λ = 0 probes nothing
+    policy = attach(parse_policy(f"exact_steps:steps=2,lam=1,charge={charge}"), denoiser=oracle)
+    out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(300))
+    assert (out.nfe == 2).all() and (out.tokens[:, 0] == out.tokens[:, 1]).all()
+    assert (out.extra_passes == (1 + 3 * 3) + (1 + 1)).all()  # the probes of both passes, per row
+
+
+def test_exact_steps_refuses_an_unknown_charge():
+    with pytest.raises(UnmaskError, match="exact_steps: charge must be one of mi, joint, influence"):
+        parse_policy("exact_steps:charge=entropy")
+
+
 def test_mi_needs_its_head(model):
     with pytest.raises(UnmaskError, match="^mi: lam > 0 needs an MI estimator head"):
         decode(model, torch.full((1, 16), model.mask_id), parse_policy("mi:gamma=1,lam=1"))

@@ -12,7 +12,7 @@ step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and ret
 runs (its own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
 
 ``influence_exact`` is the ``mi_exact`` rule charging DEMASK's exact total-variation influence
-instead of MI (an oracle too).
+instead of MI (an oracle too); ``exact_steps`` is ``mi_steps`` with such an exact charge.
 
 ``mi_steps`` keeps the MI charge but fixes the pace: every step reveals ⌈remaining / steps left⌉
 positions, so a sequence takes exactly ``steps`` passes, and the charge decides only *which* ones (greedily,
@@ -218,6 +218,43 @@ class InfluenceExact:
 
     def select(self, state: DecodeState) -> Selection:
         return exact_budget(self, state, lambda res: res.symmetric_influence)
+
+
+EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an ExactMI result
+    "mi": lambda res: res.symmetric.clamp_min(0),  # the paper's I (a model's conditionals can make it < 0)
+    "joint": lambda res: res.symmetric_joint,  # the MI of each row's probe joint (a true MI, ≥ 0)
+    "influence": lambda res: res.symmetric_influence,  # DEMASK's total-variation influence D, in [0, 1]
+}
+
+
+@register("exact_steps")
+@dataclass(frozen=True)
+class ExactSteps(FixedBudget):
+    """``mi_steps`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
+    returned apart): ⌈remaining / steps left⌉ positions per step, each next the lowest H_i + λ·Σ_taken C_ij.
+    An oracle for what a perfect head would choose at a fixed number of passes (λ = 0: entropy order, no probes)."""
+
+    lam: float = 1.0  # λ: weight of the pairwise charge with tokens already taken this step
+    charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
+    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    denoiser: object = resource("denoiser", needed=lambda p: p.lam != 0)  # the model to probe
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.lam >= 0:
+            raise UnmaskError(f"exact_steps: lam must be >= 0, got {self.lam}")
+        if self.charge not in EXACT_CHARGES:
+            raise UnmaskError(f"exact_steps: charge must be one of {', '.join(EXACT_CHARGES)}, got {self.charge!r}")
+
+    def select(self, state: DecodeState) -> Selection:
+        h, count = entropy(state.probs), budget_count(state, self.steps)  # (B, L), (B,)
+        if self.lam == 0:
+            return Selection(mi_count_greedy(h, state.masked, None, 0.0, count))
+        if self.denoiser is None:
+            raise UnmaskError("exact_steps needs the denoiser to probe")
+        res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
+        reveal = mi_count_greedy(h, state.masked, EXACT_CHARGES[self.charge](res).float(), self.lam, count)
+        return Selection(reveal, extra_passes=res.passes)
 
 
 def exact_budget(policy, state: DecodeState, charge) -> Selection:
