@@ -56,6 +56,7 @@ def quantiles(x: torch.Tensor) -> dict:
     return {f"q{round(100 * p)}": float(v) for p, v in zip(QUANTILES, q)}
 
 
+@torch.no_grad()  # statistics only: no graph over 1,200 states, and the caller's grad mode is restored
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL))
@@ -73,7 +74,6 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--states must be >= 1")
 
     torch.set_num_threads(args.threads)
-    torch.set_grad_enabled(False)  # (statistics only: no graph over 1,200 states)
     start = time.time()
     model = load_model(args.model, task="sudoku")
     head = load_head(args.model)
@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = data["rows"][:, :, None] & masked[:, None, :] & ~eye  # (S, L, L): row i computed, j masked, i ≠ j
     raw = data["mi"].double()[pairs]
 
-    with torch.no_grad():
-        est = head(hidden_states(model, tokens)).double()[pairs]
+    est = head(hidden_states(model, tokens)).double()[pairs]
     bias = float(head.bias)
     at_zero = float(head.link(torch.tensor(bias, dtype=torch.float64)))  # Î at s_ij = 0: link(b)
     exact = {

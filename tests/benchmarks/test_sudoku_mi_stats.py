@@ -21,6 +21,7 @@ def test_mi_stats_counts_every_ordered_pair_of_masked_cells_and_the_heads_exact_
     argv = ["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--states", "3",
             "--states-dir", str(states), "--out", str(out)]
     stats.main(argv)
+    assert torch.is_grad_enabled(), "the script must not switch autograd off for the rest of the process"
     got = json.loads((out / "sudoku_mi_stats.json").read_text())
     built = load_mi_data(states)
     model = load_model(model_dir, task="sudoku")
