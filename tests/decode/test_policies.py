@@ -281,7 +281,7 @@ def test_budget_refusal_names_the_budgeted_policies():
     # Bug caught: the --budget refusal losing the list of policies that do take a budget.
     from unmask.decode import with_budget
 
-    with pytest.raises(UnmaskError, match=r"has no step budget: --budget applies to (learned, )?margin, (mi_steps, )?random, top_prob$"):
+    with pytest.raises(UnmaskError, match=r"has no step budget: --budget applies to (exact_steps, )?(learned, )?margin, (mi_steps, )?random, top_prob$"):
         with_budget(parse_policy("topk"), 3)
 
 

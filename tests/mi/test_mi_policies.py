@@ -104,7 +104,25 @@ def test_exact_steps_keeps_a_copied_pair_apart_at_the_same_passes(charge):
     policy = attach(parse_policy(f"exact_steps:steps=2,lam=1,charge={charge}"), denoiser=oracle)
     out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(300))
     assert (out.nfe == 2).all() and (out.tokens[:, 0] == out.tokens[:, 1]).all()
-    assert (out.extra_passes == (1 + 3 * 3) + (1 + 1)).all()  # the probes of both passes, per row
+    # Per row, the first pass's probes only: the second takes the last masked cell, so nothing is probed.
+    assert (out.extra_passes == 1 + 3 * 3).all()
+
+
+def test_exact_steps_probes_only_rows_with_a_choice_left():
+    # Row 0 has all 3 cells masked, row 1 only X3: at 2 passes row 1's first step takes its one cell, so it
+    # is never probed, while row 0 is probed at its first pass only. Bugs caught: probing every row (or
+    # none), charging row 1 with row 0's probes, or results that depend on the batch.
+    p = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        p[x, x, :] = 1 / 9
+    oracle = JointDenoiser(p)
+    tokens = torch.full((2, 3), oracle.mask_id)
+    tokens[1, :2] = torch.tensor([1, 1])
+    policy = attach(parse_policy("exact_steps:steps=2,lam=1,charge=mi"), denoiser=oracle)
+    out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(2))
+    assert out.extra_passes.tolist() == [1 + 3 * 3, 0] and out.nfe.tolist() == [2, 1]
+    alone = decode(oracle, tokens[:1], policy, TokenRule(1.0), seeds=torch.arange(1))
+    assert torch.equal(alone.tokens[0], out.tokens[0]) and int(alone.extra_passes[0]) == 1 + 3 * 3
 
 
 def test_exact_steps_refuses_an_unknown_charge():

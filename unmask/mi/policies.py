@@ -231,8 +231,8 @@ EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an Exac
 @dataclass(frozen=True)
 class ExactSteps(FixedBudget):
     """``mi_steps`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
-    returned apart): ⌈remaining / steps left⌉ positions per step, each next the lowest H_i + λ·Σ_taken C_ij.
-    An oracle for what a perfect head would choose at a fixed number of passes (λ = 0: entropy order, no probes)."""
+    returned apart): ⌈remaining / steps left⌉ positions per step, each next the lowest H_i + λ·Σ_taken C_ij;
+    a step that takes every masked cell probes nothing. An oracle for what a perfect head would choose at a fixed number of passes (λ = 0: entropy order, no probes)."""
 
     lam: float = 1.0  # λ: weight of the pairwise charge with tokens already taken this step
     charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
@@ -252,9 +252,15 @@ class ExactSteps(FixedBudget):
             return Selection(mi_count_greedy(h, state.masked, None, 0.0, count))
         if self.denoiser is None:
             raise UnmaskError("exact_steps needs the denoiser to probe")
-        res = exact_mi(self.denoiser, state.tokens, eps=self.eps)
-        reveal = mi_count_greedy(h, state.masked, EXACT_CHARGES[self.charge](res).float(), self.lam, count)
-        return Selection(reveal, extra_passes=res.passes)
+        # Rows whose step takes every masked cell (a sequence's last pass) need no charge: not probed.
+        probe = count < state.masked.sum(1)  # (B,)
+        b, n = state.tokens.shape
+        charge = torch.zeros(b, n, n, dtype=h.dtype, device=h.device)  # (B, L, L)
+        extra = torch.zeros(b, dtype=torch.long, device=h.device)  # (B,)
+        if probe.any():
+            res = exact_mi(self.denoiser, state.tokens[probe], eps=self.eps)
+            charge[probe], extra[probe] = EXACT_CHARGES[self.charge](res).to(h.dtype), res.passes
+        return Selection(mi_count_greedy(h, state.masked, charge, self.lam, count), extra_passes=extra)
 
 
 def exact_budget(policy, state: DecodeState, charge) -> Selection:
