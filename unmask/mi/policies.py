@@ -232,7 +232,8 @@ EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an Exac
 class ExactSteps(FixedBudget):
     """``mi_steps`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
     returned apart): ⌈remaining / steps left⌉ positions per step, each next the lowest H_i + λ·Σ_taken C_ij;
-    a step that takes every masked cell probes nothing. An oracle for what a perfect head would choose at a fixed number of passes (λ = 0: entropy order, no probes)."""
+    a step that takes every masked cell probes nothing. An oracle for what a perfect head would choose at
+    a fixed number of passes (λ = 0: entropy order, no probes)."""
 
     lam: float = 1.0  # λ: weight of the pairwise charge with tokens already taken this step
     charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
