@@ -22,6 +22,8 @@ Writes OUT/NAME.{json,md,png}; measured rows are kept in OUT/NAME.partial.jsonl,
 same rule charging an exact score from probing the model (``exact_steps:steps=S,lam=λ,charge=C``:
 DEMASK's influence D and the paper's I) at ``--exact-steps``, each paired with entropy order on those
 puzzles, its probe passes reported apart. It answers whether a perfect head would choose better cells.
+``--exact-only`` measures the oracle alone, keeping the head rows of OUT/NAME.json; an oracle row that
+file already has (same puzzles, policy and model) is reused, not measured again.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--exact-steps", type=int, nargs="+", default=[4, 6], help="passes S of the oracle")
     p.add_argument("--exact-lams", type=float, nargs="+", default=[1.0], help="λ of the oracle's charges")
     p.add_argument("--exact-charges", nargs="+", default=list(EXACT), choices=list(EXACT), help="exact scores charged")
-    p.add_argument("--exact-only", action="store_true", help="measure the oracle alone; keep the other rows from OUT/NAME.json")
+    p.add_argument("--exact-only", action="store_true",
+                   help="measure the oracle alone; keep the other rows from OUT/NAME.json, and reuse its oracle rows asked for again")
     args = p.parse_args(argv)
     if args.tables_only:  # the comparisons, tables and plot again from the measured rows
         path = args.out / f"{args.name}.json"
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--exact-lams: every λ must be > 0; --exact-n must be >= 0")
     heads = {"MI head": args.head or args.model, **({"D head": args.influence_head} if args.influence_head else {})}
     kept = []  # --exact-only: the head rows measured before
+    earlier: dict[tuple, dict] = {}  # --exact-only: the oracle rows measured before, reused where asked again
     if args.exact_only:
         path = args.out / f"{args.name}.json"
         if not args.exact_n or not path.is_file():
@@ -155,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
         if (old["model"], old["n"]) != (shown_path(args.model), args.n):
             p.error(f"--exact-only: {path} was measured with {old['model']} on {old['n']} puzzles, not {shown_path(args.model)} on {args.n}")
         kept, heads = [r for r in old["rows"] if r["set"] in STEPS], old["heads"]
+        earlier = {(r["set"], r["family"], r["policy"]): {k: v for k, v in r.items() if k not in DERIVED and k != "lam"}
+                   for r in old["rows"] if r["set"] not in STEPS}
     for label, folder in heads.items():
         if not (Path(folder) / HEAD_WEIGHTS).is_file():
             p.error(f"{label}: no {HEAD_WEIGHTS} in {folder}")
@@ -168,9 +174,14 @@ def main(argv: list[str] | None = None) -> None:
     cache = results_cache(args.out, args.name, args.model, files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
                           n=args.n, threads=args.threads)  # (rows keep their seconds)
 
+    reused: list[str] = []  # the oracle rows taken from OUT/NAME.json
+
     def measure(label: str, examples: list, tokens: torch.Tensor, family: str, spec: str, folder: str, lam: float) -> dict:
         key = {"set": label, "family": family, "policy": spec}
         row = cache.get(key)
+        if row is None and (label, family, spec) in earlier:  # --exact-only: measured by an earlier run
+            row = earlier[label, family, spec]
+            reused.append(spec)
         if row is None:
             run = decode_all(model, tokens, build_policy(spec, model, folder), TokenRule())
             solved = task.score(run.result.tokens, examples).tolist()
@@ -205,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,
               **({"exact_n": args.exact_n} if args.exact_n else {}),
               "budget_frontier_from": f"{args.frontier}.json" if frontier_rows else None,
-              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows}
+              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits + len(reused), "rows": rows}
     write(result, args.out, args.name, frontier_rows)
     cache.done()
 

@@ -74,11 +74,12 @@ def save_png(fig, out: str | os.PathLike) -> None:
         plt.close(fig)
 
 
-def _plain_log_ticks(axis) -> None:
-    """Ticks at powers of two labelled as plain numbers (1, 2, 4, …), no crowded minor labels."""
+def _plain_log_ticks(axis, lo: float, hi: float) -> None:
+    """Ticks at powers of two labelled as plain numbers (1, 2, 4, …), no crowded minor labels; over
+    a range narrower than 16× (data from ``lo`` to ``hi``) also at 1.5 × each power (3, 6, 12, …)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=2))
+    axis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5) if hi < 16 * lo else (1.0,)))
     axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -106,7 +107,8 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "
             style = ("o-", "s--", "^:", "D-.")[i // 10 % 4]  # the colour cycle repeats after 10 series
             ax.plot([r["mean_nfe"] for r in rs], [r[y] for r in rs], style, color=f"C{i % 10}", label=name)
         ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
+        xs = [r["mean_nfe"] for r in rows if r["set"] == s]
+        _plain_log_ticks(ax.xaxis, min(xs), max(xs))
         ax.set_xlabel("mean NFE (forward passes per sequence)")
         ax.set_ylabel(ylabel)
         ax.set_title(f"{title}: {s}")

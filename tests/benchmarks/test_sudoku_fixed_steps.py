@@ -93,6 +93,15 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
         ("test-hard (first 2)", "exact MI", "exact_steps:steps=2,lam=1.0,charge=mi")]
     assert all(r["mean_nfe"] == 2 and len(r["solved"]) == 2 for r in oracle)
     assert all(r["extra_passes"] > 0 and r["vs λ=0"] == r["accuracy %"] - oracle[0]["accuracy %"] for r in oracle[1:])
+    # Another --exact-only run reuses the oracle rows the file has (a planted mark survives) and measures
+    # only the new λ. Bug caught: every oracle row measured again (the earlier rows dropped).
+    got["rows"][len(before) + 1]["seconds"] = -1.0
+    (out / "sudoku_fixed_steps.json").write_text(json.dumps(got, indent=1) + "\n")
+    fixed.main(argv + ["--exact-only", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence", "--exact-lams", "1", "2"])
+    wider = json.loads((out / "sudoku_fixed_steps.json").read_text())
+    assert [r["policy"] for r in wider["rows"][len(before):]] == [
+        "mi_steps:steps=2,lam=0", "exact_steps:steps=2,lam=1.0,charge=influence", "exact_steps:steps=2,lam=2.0,charge=influence"]
+    assert wider["rows"][len(before) + 1]["seconds"] == -1.0 and wider["reused_rows"] == 2
     # --frontier names the file compared with (e.g. a 300-puzzle frontier kept under its own name).
     (out / "frontier_4.json").write_text(json.dumps(frontier))
     fixed.main(["--out", str(out), "--tables-only", "--frontier", "frontier_4"])

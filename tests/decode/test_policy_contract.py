@@ -22,10 +22,13 @@ EXAMPLES = {
     "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
     "mi_steps": ["mi_steps:steps=1,lam=0", "mi_steps:steps=3,lam=1", "mi_steps:steps=50,lam=4"],
     "mi_paced": ["mi_paced:gamma=0,lam=1", "mi_paced:gamma=0.5,lam=0", "mi_paced:gamma=2,lam=4"],
+    "mi_prefix": ["mi_prefix:gamma=0,lam=1", "mi_prefix:gamma=0.5,lam=0", "mi_prefix:gamma=2,lam=4", "mi_prefix:gamma=100,lam=0.1"],
     "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
     "influence_exact": ["influence_exact:gamma=0.5,lam=1", "influence_exact:gamma=3,lam=0.5,eps=0.01"],
     "exact_steps": ["exact_steps:steps=1,lam=1", "exact_steps:steps=3,lam=0", "exact_steps:steps=4,lam=2,charge=mi",
                     "exact_steps:steps=50,lam=1,charge=joint,eps=0.01"],
+    "exact_prefix": ["exact_prefix:gamma=0.5,lam=1", "exact_prefix:gamma=3,lam=0.5,charge=mi,eps=0.01",
+                     "exact_prefix:gamma=2,lam=2,charge=joint"],
     "demask": ["demask:delta=0", "demask:delta=0.05", "demask:delta=1000", "demask:delta=0.5,max_entropy=0.5"],
     "learned": ["learned", "learned:steps=2", "learned:steps=6,sample=false"],
 }

@@ -429,3 +429,51 @@ def test_mi_steps_charges_its_head_at_the_fixed_pace(seed):
         assert torch.equal(flipped, take_top(-h, state.masked, budget_count(state, steps)))  # charged 0: entropy order
     with pytest.raises(UnmaskError, match=r"mi_steps: lam must be >= 0, got -1"):
         MIGuidedSteps(steps=2, lam=-1.0)
+
+
+def test_prefix_stops_at_the_first_position_that_does_not_fit():
+    # Bug caught: prefix passing over a position that does not fit (as the default rule does).
+    h = torch.tensor([[0.01, 0.02, 0.03, 0.04]])
+    masked = torch.ones(1, 4, dtype=torch.bool)
+    mi = torch.zeros(1, 4, 4)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5  # 1 depends on 0; 2 and 3 are independent of everything
+    assert mi_greedy(h, masked, mi, 1.0, 5.0)[0].tolist() == [True, False, True, True]
+    assert mi_greedy(h, masked, mi, 1.0, 5.0, prefix=True)[0].tolist() == [True, False, False, False]
+    assert mi_greedy(h, masked, mi, 1.0, 0.1, prefix=True)[0].tolist() == [True] * 4  # 0.05 charge fits
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_prefix_is_a_prefix_of_entropy_order_no_longer_than_the_budget(seed):
+    # Bugs caught: a prefix row going on after it stopped (not a prefix), or one row's stop leaking
+    # into another row of the batch (each row is checked against itself alone).
+    g = torch.Generator().manual_seed(seed)
+    b, n = 4, 10
+    h = torch.rand(b, n, generator=g) * 0.5
+    masked = torch.rand(b, n, generator=g) < 0.8
+    masked[:, 0] = True
+    mi = torch.rand(b, n, n, generator=g) * (torch.rand(b, n, n, generator=g) < 0.3)
+    mi = (mi + mi.transpose(1, 2)) / 2
+    gamma, lam = float(torch.rand(1, generator=g) * 2), float(torch.rand(1, generator=g) * 4)
+    got = mi_greedy(h, masked, mi, gamma, lam, prefix=True)
+    budget = mi_greedy(h, masked, None, gamma, 0.0)
+    assert torch.equal(mi_greedy(h, masked, mi, gamma, 0.0, prefix=True), budget)  # λ = 0: the budget itself
+    for r in range(b):
+        alone = mi_greedy(h[r:r + 1], masked[r:r + 1], mi[r:r + 1], gamma, lam, prefix=True)
+        assert torch.equal(alone[0], got[r])
+        order = [i for i in h[r].argsort(stable=True).tolist() if masked[r, i]]
+        flags = [bool(got[r, i]) for i in order]
+        k = sum(flags)
+        assert flags == [True] * k + [False] * (len(order) - k) and 1 <= k <= int(budget[r].sum())
+
+
+def test_mi_prefix_policy_stops_where_mi_passes_over():
+    # Bug caught: mi_prefix not stopping at the first misfit (the prefix flag not passed on).
+    policy = parse_policy("mi_prefix:gamma=1,lam=5")
+    head = lambda hidden: torch.tensor([[[0, .5, 0, 0], [.5, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.]]])
+    policy = attach(policy, mi_head=head)
+    logits = torch.tensor([[[6.0, 0.0], [5.0, 0.0], [4.0, 0.0], [3.0, 0.0]]])
+    state = DecodeState(torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool), logits,
+                        torch.zeros(1, 4, 1), 0, torch.zeros(1, dtype=torch.long))
+    assert as_selection(policy.select(state)).reveal[0].tolist() == [True, False, False, False]
+    skip = attach(parse_policy("mi:gamma=1,lam=5"), mi_head=head)
+    assert as_selection(skip.select(state)).reveal[0].tolist() == [True, False, True, True]

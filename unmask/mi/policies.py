@@ -6,6 +6,10 @@ position i if  H_i + λ · Σ_{j already taken} Î_ij  fits the remaining budget
 against the budget; positions that do not fit wait for a later step. Every taken token pays its
 own entropy — unlike EB-Sampler's Σ H − max H, which lets the least confident token in for free.
 With λ = 0 this is a pure entropy budget (a strong baseline in its own right).
+``mi_prefix`` (and ``exact_prefix``, with an exact charge) stops the scan at the first position that
+does not fit: the set stays a prefix of entropy order, never longer than the entropy budget's at the
+same γ, so the charge decides only *how many* to reveal (fewer where the most certain ones depend on
+each other), never *which* — the pace apart from the choice, the other way round from ``mi_paced``.
 
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
 step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and returns every pass it
@@ -41,11 +45,15 @@ from unmask.errors import UnmaskError
 from unmask.mi.exact import exact_mi
 
 
-def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float) -> torch.Tensor:
+def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float,
+              prefix: bool = False) -> torch.Tensor:
     """``(B, L)`` bool reveal set of the greedy entropy + λ·MI budget rule.
 
     Args:
         h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0).
+        prefix: stop at the first position that does not fit instead of passing over it, so the
+            set is always a prefix of entropy order, never longer than the entropy budget's (λ = 0)
+            at the same γ: the charge sets only how many are revealed, not which.
     """
     if lam == 0:  # costs no longer depend on what was taken: sorted by entropy, the rule is a prefix
         h_sorted = h.masked_fill(~masked, float("inf")).sort(dim=1, stable=True).values  # (B, L)
@@ -56,14 +64,15 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, ga
     order = h.masked_fill(~masked, float("inf")).argsort(dim=1, stable=True)  # (B, L) most certain first
     taken = torch.zeros_like(masked)
     budget = torch.full((b,), float(gamma), dtype=h.dtype, device=h.device)
+    open_ = torch.ones(b, dtype=torch.bool, device=h.device)  # (B,) False once a prefix row has stopped
     for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
         i = order[:, k]  # (B,) k-th candidate of each row
-        cost = h[rows, i]
-        if lam != 0:
-            cost = cost + lam * (mi[rows, i] * taken).sum(1)
-        take = masked[rows, i] & ((k == 0) | (cost <= budget))
+        cost = h[rows, i] + lam * (mi[rows, i] * taken).sum(1)
+        take = masked[rows, i] & ((k == 0) | ((cost <= budget) & open_))
         taken[rows, i] = take
         budget = budget - cost * take
+        if prefix:
+            open_ = open_ & take
     return taken
 
 
@@ -182,6 +191,23 @@ class MIPaced:
         return mi_count_greedy(h, state.masked, head_mi(self, state), self.lam, count)
 
 
+@register("mi_prefix")
+@dataclass(frozen=True)
+class MIPrefix:
+    """Entropy order; take the next while H_i + λ·Σ_taken Î_ij fits the remaining γ, stopping at the
+    first that does not (Î: the learned head): the charge sets how many are revealed, never which."""
+
+    gamma: float = 1.0  # γ: budget in nats per step (entropy + λ·charge of each taken token)
+    lam: float = 2.0  # λ: weight of the pairwise charge with tokens already taken this step
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI (or D) head: hidden (B, L, D) → (B, L, L)
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def select(self, state: DecodeState) -> torch.Tensor:
+        return mi_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.gamma, self.lam, prefix=True)
+
+
 @register("mi_exact")
 @dataclass(frozen=True)
 class MIExact:
@@ -264,13 +290,36 @@ class ExactSteps(FixedBudget):
         return Selection(mi_count_greedy(h, state.masked, charge, self.lam, count), extra_passes=extra)
 
 
-def exact_budget(policy, state: DecodeState, charge) -> Selection:
-    """The greedy budget rule with the pairwise ``charge(ExactMI)`` ``(B, L, L)`` of ``policy.denoiser``'s
-    exact probes (``policy``'s γ, λ and ε); every pass the probes run is returned as extra passes."""
+@register("exact_prefix")
+@dataclass(frozen=True)
+class ExactPrefix:
+    """``mi_prefix`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
+    returned apart): entropy order, stopped at the first i whose H_i + λ·Σ_taken C_ij does not fit γ.
+    An oracle for how well a perfect charge sets the pace."""
+
+    gamma: float = 1.0  # γ: budget in nats per step (entropy + λ·charge of each taken token)
+    lam: float = 8.0  # λ: weight of the pairwise charge with tokens already taken this step
+    charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
+    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    denoiser: object = resource("denoiser")  # the model to probe
+
+    def __post_init__(self) -> None:
+        _check(self)
+        if self.charge not in EXACT_CHARGES:
+            raise UnmaskError(f"exact_prefix: charge must be one of {', '.join(EXACT_CHARGES)}, got {self.charge!r}")
+
+    def select(self, state: DecodeState) -> Selection:
+        return exact_budget(self, state, lambda res: EXACT_CHARGES[self.charge](res).float(), prefix=True)
+
+
+def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Selection:
+    """The greedy budget rule (stopped at the first misfit with ``prefix``) with the pairwise
+    ``charge(ExactMI)`` ``(B, L, L)`` of ``policy.denoiser``'s exact probes (``policy``'s γ, λ and ε);
+    every pass the probes run is returned as extra passes."""
     if policy.denoiser is None:
         raise UnmaskError(f"{policy.spec_name} needs the denoiser to probe")
     res = exact_mi(policy.denoiser, state.tokens, eps=policy.eps)
-    reveal = mi_greedy(entropy(state.probs), state.masked, charge(res).float(), policy.gamma, policy.lam)
+    reveal = mi_greedy(entropy(state.probs), state.masked, charge(res).float(), policy.gamma, policy.lam, prefix)
     return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
 
 
