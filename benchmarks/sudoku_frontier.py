@@ -15,16 +15,20 @@ Families (each a sweep; specs in the README's policy table):
 - the budget's pace with the charge's choice (``mi_paced:gamma=γ,lam=λ``: each pass reveals as many
   as the entropy budget γ would, the next always the lowest H_i + λ·Σ_taken Î_ij), same γ, with the MI
   head (λ = 1) and with the D head (λ ∈ {0.5, 2});
+- entropy order with the charge setting the pace (``mi_prefix:gamma=γ,lam=λ``: the entropy budget's
+  scan, stopped at the first position whose H_i + λ·Σ_taken Î_ij does not fit, so each pass reveals a
+  prefix of entropy order no longer than the budget's), same γ, with the MI head and the D head (λ ∈ {2, 8});
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
-  charging DEMASK's exact total-variation influence instead (``influence_exact``), and the entropy
+  charging DEMASK's exact total-variation influence instead (``influence_exact``; also stopped at the first misfit, ``exact_prefix``), and the entropy
   budget at the same γ, all on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost;
   ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
   and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
   oracle on more puzzles of one set beside the first one, e.g.
   ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``; ``--exact-gammas``
-  sets their γ, the entropy budget's with them).
+  sets their γ, each needing an entropy-budget row at the same γ, kept or measured with them; a measured
+  family's rows at other γ are kept).
 
 ``--families FAMILY ...`` re-measures the named sweep families on the full test sets alone and keeps
 every other row (oracle rows included) from OUT/NAME.json; with no such file and "entropy budget" among
@@ -67,17 +71,23 @@ FAMILIES = {  # family → specs
     "paced, MI head λ=1": [f"mi_paced:gamma={g},lam=1" for g in GAMMAS],
     "paced, D head λ=0.5": [f"mi_paced:gamma={g},lam=0.5" for g in GAMMAS],
     "paced, D head λ=2": [f"mi_paced:gamma={g},lam=2" for g in GAMMAS],
+    "prefix, MI head λ=2": [f"mi_prefix:gamma={g},lam=2" for g in GAMMAS],
+    "prefix, MI head λ=8": [f"mi_prefix:gamma={g},lam=8" for g in GAMMAS],
+    "prefix, D head λ=2": [f"mi_prefix:gamma={g},lam=2" for g in GAMMAS],
+    "prefix, D head λ=8": [f"mi_prefix:gamma={g},lam=8" for g in GAMMAS],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],
     "threshold": [f"threshold:tau={t}" for t in (0.3, 0.5, 0.7, 0.9, 0.99)],
     "topk": [f"topk:k={k}" for k in (3, 5, 10, 20, 40)],
 }
 D_RULES = ["D head λ=2", "D head λ=8", "demask, D head"]  # the MI rule and DEMASK's rule with the D head
 D_PACED = ["paced, D head λ=0.5", "paced, D head λ=2"]  # the D head's charge at the entropy budget's pace
-INFLUENCE = D_RULES + D_PACED  # the families decoding with --influence-head
+D_PREFIX = ["prefix, D head λ=2", "prefix, D head λ=8"]  # entropy order, the D head's charge setting how many
+INFLUENCE = D_RULES + D_PACED + D_PREFIX  # the families decoding with --influence-head
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
           "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
-          "exact influence λ=2": "influence_exact:gamma={g},lam=2"}
+          "exact influence λ=2": "influence_exact:gamma={g},lam=2",
+          "exact influence prefix λ=8": "exact_prefix:gamma={g},lam=8,charge=influence"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
 BELOW_TWO = [1.0, 1.25, 1.5, 1.75]  # gap points below 2 passes (a strong model solves most of test-kaggle there)
 
@@ -138,8 +148,6 @@ def main(argv: list[str] | None = None) -> None:
     if any(f in INFLUENCE for f in sweep) and not args.influence_head:
         p.error(f"--families {' '.join(f for f in sweep if f in INFLUENCE)} needs --influence-head")
     measured = args.oracle_only or ([] if args.families else list(ORACLE))  # the oracle families to measure
-    if args.exact_gammas != EXACT_GAMMAS and measured and "entropy budget" not in measured:
-        p.error("--exact-gammas: name \"entropy budget\" too, so the oracle's entropy-only twin runs at the same γ")
     if any(g <= 0 for g in args.exact_gammas):
         p.error(f"--exact-gammas: every γ must be > 0, got {' '.join(map(str, args.exact_gammas))}")
     head_dir = args.head or args.model  # where build_policy finds the MI head
@@ -200,9 +208,18 @@ GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"]
         "influence_head": ("D head (MI rule and DEMASK rule) vs entropy budget", D_RULES, False),
         "paced_head": ("MI head at the entropy budget's pace vs entropy budget", ["paced, MI head λ=1"], False),
         "paced_influence_head": ("D head at the entropy budget's pace vs entropy budget", D_PACED, False),
+        "prefix_head": ("MI head setting the pace in entropy order (prefix) vs entropy budget", ["prefix, MI head λ=2", "prefix, MI head λ=8"], False),
+        "prefix_influence_head": ("D head setting the pace in entropy order (prefix) vs entropy budget", D_PREFIX, False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
-        "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True)}
+        "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True),
+        "influence_prefix": ("exact influence setting the pace in entropy order (prefix) vs entropy budget (oracle)",
+                             ["exact influence prefix λ=8"], True)}
+
+
+def oracle_spec(family: str, gamma: float) -> str:
+    """The canonical spec of oracle ``family``'s row at budget ``gamma``."""
+    return policy_spec(parse_policy(ORACLE[family].format(g=gamma)))
 
 
 def oracle_label(name: str, exact_n: int) -> str:
@@ -234,15 +251,18 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
                 f"not {shown_path(args.model)} and {shown_path(head_dir)}")
     labels = {oracle_label(name, args.exact_n) for name in args.oracle_sets} if measured else set()
     still_swept = {(f, policy_spec(parse_policy(s))) for f in sweep for s in FAMILIES[f]} if extend else set()
-    kept = [r for r in old["rows"] if not (r["set"] in labels and r["family"] in measured)
+    oracle_specs = {(f, oracle_spec(f, g)) for f in measured for g in args.exact_gammas}  # measured again; their other γ kept
+    kept = [r for r in old["rows"] if not (r["set"] in labels and (r["family"], r["policy"]) in oracle_specs)
             and not (r["set"] in REGIME and r["family"] in sweep and (r["family"], r["policy"]) not in still_swept)]
     old_influence = old.get("influence_head")
     if args.influence_head and old_influence and any(r["family"] in INFLUENCE and r["family"] not in sweep for r in kept) \
             and old_influence != shown_path(args.influence_head):
         p.error(f"{flag}: {path}'s D-head rows were measured with {old_influence}, not {shown_path(args.influence_head)}")
-    for label in sorted(labels):
-        if "entropy budget" not in measured and not any(r["set"] == label and r["family"] == "entropy budget" for r in kept):
-            p.error(f"{flag}: {path} has no entropy-budget rows on {label}; name \"entropy budget\" too")
+    for label in sorted(labels):  # every γ of the oracle needs its entropy-only twin on every oracle set
+        twins = {r["policy"] for r in kept if r["set"] == label and r["family"] == "entropy budget"}
+        missing = [g for g in args.exact_gammas if oracle_spec("entropy budget", g) not in twins]
+        if "entropy budget" not in measured and missing:
+            p.error(f"{flag}: {path} has no entropy-budget rows on {label} at γ {' '.join(map(str, missing))}; name \"entropy budget\" too")
     return kept, past_runs(old), old_influence
 
 

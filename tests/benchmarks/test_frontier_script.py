@@ -99,10 +99,19 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
     frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
                    "--oracle-only", "entropy budget", named, "--exact-gammas", "0.5", "2", "--out", str(tmp_path / "out")])
     gammas = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
-    assert {r["policy"] for r in gammas["rows"] if r["set"] == "test-hard (first 3)"} == {
+    first3 = [r for r in gammas["rows"] if r["set"] == "test-hard (first 3)"]
+    assert [r for r in first3 if r in added] == added  # the rows at the other γ are kept as they were
+    assert {r["policy"] for r in first3 if r not in added} == {
         "mi:gamma=0.5,lam=0.0", "mi:gamma=2.0,lam=0.0",
         "mi_exact:gamma=0.5,lam=8.0,eps=0.001,joint=True", "mi_exact:gamma=2.0,lam=8.0,eps=0.001,joint=True"}
     assert gammas["runs"][-1]["exact_gammas"] == [0.5, 2.0]
+    # With twins at every γ kept, the oracle family alone is measured at a γ it lacks (bug caught: the
+    # family's rows at the other γ dropped, or the entropy budget demanded again).
+    frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
+                   "--oracle-only", "exact MI λ=2", "--exact-gammas", "0.5", "--out", str(tmp_path / "out")])
+    more = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
+    assert [r for r in more["rows"] if r in gammas["rows"]] == gammas["rows"]
+    assert [r["policy"] for r in more["rows"] if r not in gammas["rows"]] == ["mi_exact:gamma=0.5,lam=2.0,eps=0.001,joint=False"]
     (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps(fourth))  # back to the file the checks below expect
     with pytest.raises(SystemExit):  # rows measured with another model or head are not mixed in
         frontier.main(["--model", str(model_dir), "--head", str(tmp_path), "--data-dir", str(data), "--n", "4", "--exact-n", "2",
