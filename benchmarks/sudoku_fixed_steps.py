@@ -23,7 +23,9 @@ same rule charging an exact score from probing the model (``exact_steps:steps=S,
 DEMASK's influence D and the paper's I) at ``--exact-steps``, each paired with entropy order on those
 puzzles, its probe passes reported apart. It answers whether a perfect head would choose better cells.
 ``--exact-only`` measures the oracle alone, keeping the head rows of OUT/NAME.json; an oracle row that
-file already has (same puzzles, policy and model) is reused, not measured again.
+file already has (the same model, number of puzzles, set, family and spec) is reused, not measured
+again (``--remeasure``: measured afresh, e.g. after a change to the data or to ``exact_steps``), and its
+oracle rows not asked for are kept.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--exact-charges", nargs="+", default=list(EXACT), choices=list(EXACT), help="exact scores charged")
     p.add_argument("--exact-only", action="store_true",
                    help="measure the oracle alone; keep the other rows from OUT/NAME.json, and reuse its oracle rows asked for again")
+    p.add_argument("--remeasure", action="store_true", help="with --exact-only: measure the oracle rows asked for afresh, not reuse them")
     args = p.parse_args(argv)
     if args.tables_only:  # the comparisons, tables and plot again from the measured rows
         path = args.out / f"{args.name}.json"
@@ -142,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
         result["budget_frontier_from"] = f"{args.frontier}.json" if frontier_rows else None
         write({**result, "rows": compared(result["rows"], frontier_rows)}, args.out, args.name, frontier_rows)
         return
+    if args.remeasure and not args.exact_only:
+        p.error("--remeasure applies to the oracle rows --exact-only would reuse; give --exact-only too")
     if any(lam <= 0 for lam in args.lams):
         p.error("--lams: every λ must be > 0 (λ = 0 is the baseline each row is compared with)")
     if any(s < 1 for s in args.steps_kaggle + args.steps_hard + args.exact_steps):
@@ -159,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         if (old["model"], old["n"]) != (shown_path(args.model), args.n):
             p.error(f"--exact-only: {path} was measured with {old['model']} on {old['n']} puzzles, not {shown_path(args.model)} on {args.n}")
         kept, heads = [r for r in old["rows"] if r["set"] in STEPS], old["heads"]
-        earlier = {(r["set"], r["family"], r["policy"]): {k: v for k, v in r.items() if k not in DERIVED and k != "lam"}
+        earlier = {(r["set"], r["family"], r["policy"]): {k: v for k, v in r.items() if k not in DERIVED}
                    for r in old["rows"] if r["set"] not in STEPS}
     for label, folder in heads.items():
         if not (Path(folder) / HEAD_WEIGHTS).is_file():
@@ -175,11 +180,13 @@ def main(argv: list[str] | None = None) -> None:
                           n=args.n, threads=args.threads)  # (rows keep their seconds)
 
     reused: list[str] = []  # the oracle rows taken from OUT/NAME.json
+    asked: set[tuple] = set()  # (set, family, spec) of every row measured or reused this run
 
     def measure(label: str, examples: list, tokens: torch.Tensor, family: str, spec: str, folder: str, lam: float) -> dict:
         key = {"set": label, "family": family, "policy": spec}
         row = cache.get(key)
-        if row is None and (label, family, spec) in earlier:  # --exact-only: measured by an earlier run
+        asked.add((label, family, spec))
+        if row is None and (label, family, spec) in earlier and not args.remeasure:  # --exact-only: measured by an earlier run
             row = earlier[label, family, spec]
             reused.append(spec)
         if row is None:
@@ -211,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
                 for lam in args.exact_lams:
                     rows.append(measure(label, examples, tokens, EXACT[charge], f"exact_steps:steps={s},lam={lam},charge={charge}",
                                         args.model, lam))
+    rows += [r for key, r in earlier.items() if key not in asked]  # --exact-only: earlier oracle rows not asked for
     frontier_rows = budget_frontier(args.out, args.frontier, shown_path(args.model), args.n)
     rows = compared(rows, frontier_rows)
     result = {"model": shown_path(args.model), "heads": {k: shown_path(v) for k, v in heads.items()}, "n": args.n,

@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--extend", action="store_true",
                    help="with --families: measure only their sweep points not yet in OUT/NAME.json (a widened sweep); keep the rest")
     args = p.parse_args(argv)
+    args.exact_gammas = list(dict.fromkeys(args.exact_gammas))  # (a γ given twice is measured once)
     if args.tables_only:
         write(json.loads((args.out / f"{args.name}.json").read_text()), args.out, args.name)
         return
@@ -230,12 +231,13 @@ def oracle_label(name: str, exact_n: int) -> str:
 def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list[str],
               head_dir: str, extend: bool = False) -> tuple[list[dict], list[dict], str | None]:
     """The rows of OUT/NAME.json that ``--families`` or ``--oracle-only`` keeps (all but the rows of
-    the ``sweep`` families on the full test sets and of the ``measured`` oracle families on the oracle
-    sets about to be measured; with ``extend``, the sweep families' rows at points still in their sweep
-    are kept too), the runs that measured them and the D head its kept D-head rows were
-    measured with, refusing a file measured with another model, head, D head or number of puzzles, or
-    an oracle set that would be left without its entropy-budget twin. Without the file, ``--families``
-    with the entropy budget among them starts one (nothing kept)."""
+    the ``sweep`` families on the full test sets and those of the ``measured`` oracle families at the
+    ``--exact-gammas`` on the oracle sets about to be measured; with ``extend``, the sweep families' rows
+    at points still in their sweep are kept too), the runs that measured them and the D head its kept
+    D-head rows were measured with, refusing a file measured with another model, head, D head or number
+    of puzzles, or an oracle set that would be left without an entropy-budget twin at one of the
+    ``--exact-gammas``. Without the file, ``--families`` with the entropy budget among them starts one
+    (nothing kept)."""
     flag = "--families" if sweep else "--oracle-only"
     path = args.out / f"{args.name}.json"
     if not path.is_file() and sweep and "entropy budget" in sweep:

@@ -100,8 +100,14 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     fixed.main(argv + ["--exact-only", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence", "--exact-lams", "1", "2"])
     wider = json.loads((out / "sudoku_fixed_steps.json").read_text())
     assert [r["policy"] for r in wider["rows"][len(before):]] == [
-        "mi_steps:steps=2,lam=0", "exact_steps:steps=2,lam=1.0,charge=influence", "exact_steps:steps=2,lam=2.0,charge=influence"]
+        "mi_steps:steps=2,lam=0", "exact_steps:steps=2,lam=1.0,charge=influence", "exact_steps:steps=2,lam=2.0,charge=influence",
+        "exact_steps:steps=2,lam=1.0,charge=mi"]  # the earlier row not asked for is kept (bug caught: dropped)
     assert wider["rows"][len(before) + 1]["seconds"] == -1.0 and wider["reused_rows"] == 2
+    assert wider["rows"][-1] == got["rows"][-1]
+    # --remeasure measures the rows asked for afresh (the planted mark is gone).
+    fixed.main(argv + ["--exact-only", "--remeasure", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence"])
+    fresh = json.loads((out / "sudoku_fixed_steps.json").read_text())
+    assert fresh["rows"][len(before) + 1]["seconds"] >= 0 and fresh["reused_rows"] == 0
     # --frontier names the file compared with (e.g. a 300-puzzle frontier kept under its own name).
     (out / "frontier_4.json").write_text(json.dumps(frontier))
     fixed.main(["--out", str(out), "--tables-only", "--frontier", "frontier_4"])
@@ -115,6 +121,7 @@ def test_fixed_steps_script_refuses_bad_settings_in_one_line(tmp_path, sudoku_be
     model_dir, data = sudoku_benchmark_inputs
     for bad, says in ((["--lams", "0"], "every λ must be > 0"), (["--steps-hard", "0"], "passes must be >= 1"),
                       (["--exact-only", "--exact-n", "3"], "--exact-only needs --exact-n > 0 and"),
+                      (["--remeasure"], "--remeasure applies to the oracle rows"),
                       (["--exact-lams", "0"], "--exact-lams: every λ must be > 0"),
                       (["--influence-head", str(tmp_path)], "D head: no mi_head.safetensors")):
         with pytest.raises(SystemExit) as e:

@@ -451,19 +451,20 @@ def test_prefix_is_a_prefix_of_entropy_order_no_longer_than_the_budget(seed):
     h = torch.rand(b, n, generator=g) * 0.5
     masked = torch.rand(b, n, generator=g) < 0.8
     masked[:, 0] = True
+    masked[-1] = False  # a finished row takes nothing
     mi = torch.rand(b, n, n, generator=g) * (torch.rand(b, n, n, generator=g) < 0.3)
     mi = (mi + mi.transpose(1, 2)) / 2
     gamma, lam = float(torch.rand(1, generator=g) * 2), float(torch.rand(1, generator=g) * 4)
     got = mi_greedy(h, masked, mi, gamma, lam, prefix=True)
     budget = mi_greedy(h, masked, None, gamma, 0.0)
-    assert torch.equal(mi_greedy(h, masked, mi, gamma, 0.0, prefix=True), budget)  # λ = 0: the budget itself
+    assert torch.equal(mi_greedy(h, masked, torch.zeros_like(mi), gamma, lam, prefix=True), budget)  # no charge: the budget itself
     for r in range(b):
         alone = mi_greedy(h[r:r + 1], masked[r:r + 1], mi[r:r + 1], gamma, lam, prefix=True)
         assert torch.equal(alone[0], got[r])
         order = [i for i in h[r].argsort(stable=True).tolist() if masked[r, i]]
         flags = [bool(got[r, i]) for i in order]
         k = sum(flags)
-        assert flags == [True] * k + [False] * (len(order) - k) and 1 <= k <= int(budget[r].sum())
+        assert flags == [True] * k + [False] * (len(order) - k) and min(1, len(order)) <= k <= int(budget[r].sum())
 
 
 def test_mi_prefix_policy_stops_where_mi_passes_over():

@@ -309,7 +309,7 @@ class ExactPrefix:
             raise UnmaskError(f"exact_prefix: charge must be one of {', '.join(EXACT_CHARGES)}, got {self.charge!r}")
 
     def select(self, state: DecodeState) -> Selection:
-        return exact_budget(self, state, lambda res: EXACT_CHARGES[self.charge](res).float(), prefix=True)
+        return exact_budget(self, state, EXACT_CHARGES[self.charge], prefix=True)
 
 
 def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Selection:
