@@ -87,7 +87,8 @@ EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-o
 ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
           "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
           "exact influence λ=2": "influence_exact:gamma={g},lam=2",
-          "exact influence prefix λ=8": "exact_prefix:gamma={g},lam=8,charge=influence"}
+          "exact influence prefix λ=8": "exact_prefix:gamma={g},lam=8,charge=influence",
+          "exact MI prefix λ=2": "exact_prefix:gamma={g},lam=2,charge=mi"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
 BELOW_TWO = [1.0, 1.25, 1.5, 1.75]  # gap points below 2 passes (a strong model solves most of test-kaggle there)
 
@@ -215,7 +216,8 @@ GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"]
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
         "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True),
         "influence_prefix": ("exact influence setting the pace in entropy order (prefix) vs entropy budget (oracle)",
-                             ["exact influence prefix λ=8"], True)}
+                             ["exact influence prefix λ=8"], True),
+        "exact_prefix": ("exact MI setting the pace in entropy order (prefix) vs entropy budget (oracle)", ["exact MI prefix λ=2"], True)}
 
 
 def oracle_spec(family: str, gamma: float) -> str:
