@@ -81,6 +81,7 @@ FAMILIES = {  # family → specs
 }
 D_RULES = ["D head λ=2", "D head λ=8", "demask, D head"]  # the MI rule and DEMASK's rule with the D head
 D_PACED = ["paced, D head λ=0.5", "paced, D head λ=2"]  # the D head's charge at the entropy budget's pace
+MI_PREFIX = ["prefix, MI head λ=2", "prefix, MI head λ=8"]  # entropy order, the MI head's charge setting how many
 D_PREFIX = ["prefix, D head λ=2", "prefix, D head λ=8"]  # entropy order, the D head's charge setting how many
 INFLUENCE = D_RULES + D_PACED + D_PREFIX  # the families decoding with --influence-head
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
@@ -210,7 +211,7 @@ GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"]
         "influence_head": ("D head (MI rule and DEMASK rule) vs entropy budget", D_RULES, False),
         "paced_head": ("MI head at the entropy budget's pace vs entropy budget", ["paced, MI head λ=1"], False),
         "paced_influence_head": ("D head at the entropy budget's pace vs entropy budget", D_PACED, False),
-        "prefix_head": ("MI head setting the pace in entropy order (prefix) vs entropy budget", ["prefix, MI head λ=2", "prefix, MI head λ=8"], False),
+        "prefix_head": ("MI head setting the pace in entropy order (prefix) vs entropy budget", MI_PREFIX, False),
         "prefix_influence_head": ("D head setting the pace in entropy order (prefix) vs entropy budget", D_PREFIX, False),
         "exact": ("exact MI vs entropy budget (oracle)", ["exact MI λ=2"], True),
         "exact_joint": ("exact probe-joint MI vs entropy budget (oracle)", ["exact joint MI λ=2", "exact joint MI λ=8"], True),
