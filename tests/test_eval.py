@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unmask.eval import frontier, markdown_table, mixture_frontier, shown_path
+import torch
+
+from unmask.eval import frontier, markdown_table, mixture_frontier, mixture_gap_interval, shown_path
 
 
 def test_markdown_table_rounds_floats_and_blanks_missing_cells():
@@ -73,6 +75,51 @@ def test_the_mixture_frontier_is_at_least_the_step_frontier_and_achievable(pts, 
             [y0 + (y1 - y0) * (n - x0) / (x1 - x0) if x1 > x0 else max(y0, y1) for x0, y0 in below for x1, y1 in above]
             + [max(y for _, y in below)])
         assert mix == pytest.approx(best, abs=1e-6)
+
+
+def family(solved: list[list[int]], nfe: list[list[float]]) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.tensor(solved, dtype=torch.bool), torch.tensor(nfe)
+
+
+def test_a_family_against_itself_gains_nothing_in_any_resample():
+    # Bug caught: drawing the two families' resamples apart (unpaired) gives nonzero gaps here.
+    g = torch.Generator().manual_seed(0)
+    base = family(torch.randint(2, (4, 60), generator=g).tolist(), (1 + torch.randint(8, (4, 60), generator=g)).tolist())
+    for r in mixture_gap_interval(base, base, [2.0, 4.0, 6.0], resamples=200):
+        assert r["gap"] == r["low"] == r["high"] == 0.0 and r["share_ahead"] == 0.0
+
+
+def test_the_drawn_gap_is_the_difference_of_the_two_mixture_frontiers():
+    g = torch.Generator().manual_seed(1)
+    base = family(torch.randint(2, (3, 40), generator=g).tolist(), (1 + torch.randint(6, (3, 40), generator=g)).tolist())
+    other = family(torch.randint(2, (4, 40), generator=g).tolist(), (1 + torch.randint(6, (4, 40), generator=g)).tolist())
+
+    def rows(f):
+        return [{"mean_nfe": float(n.double().mean()), "accuracy %": 100 * float(s.double().mean())} for s, n in zip(*f)]
+
+    out = mixture_gap_interval(base, other, [3.0, 3.5, 4.0], resamples=50)
+    for r in out:
+        want = mixture_frontier(rows(other), r["nfe"]) - mixture_frontier(rows(base), r["nfe"])
+        assert r["gap"] == pytest.approx(want)
+        assert r["low"] <= r["high"]
+
+
+def test_one_more_example_solved_at_the_same_cost_is_a_gap_of_one_example_everywhere():
+    # Bug caught: accuracies scaled by the resample's size wrongly (or not in points).
+    base = family([[1, 0, 0, 1, 0], [1, 1, 0, 1, 0]], [[1, 1, 1, 1, 1], [3, 3, 3, 3, 3]])
+    other = family([[1, 0, 1, 1, 0], [1, 1, 1, 1, 0]], [[1, 1, 1, 1, 1], [3, 3, 3, 3, 3]])
+    out = mixture_gap_interval(base, other, [1.0, 2.0, 3.0, 5.0], resamples=300)
+    assert [r["gap"] for r in out] == pytest.approx([20.0] * 4)
+    assert all(r["low"] >= 0 for r in out)  # in no resample is it behind
+    assert all(0 < r["share_ahead"] < 1 for r in out)  # the example it gains is missing from some resamples
+
+
+def test_points_below_either_familys_cheapest_row_are_left_out_and_examples_must_match():
+    base = family([[1, 0], [1, 1]], [[2, 2], [4, 4]])
+    other = family([[1, 1]], [[3, 3]])
+    assert [r["nfe"] for r in mixture_gap_interval(base, other, [1.0, 2.5, 3.0], resamples=20)] == [3.0]
+    with pytest.raises(ValueError, match="same examples"):
+        mixture_gap_interval(base, family([[1, 1, 0]], [[3, 3, 3]]), [3.0])
 
 
 def test_compare_takes_measured_rows_from_its_cache_and_measures_the_rest(tmp_path, monkeypatch):

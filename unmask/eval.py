@@ -151,20 +151,66 @@ def mixture_frontier(rows: list[dict], n: float, key: str = "accuracy %") -> flo
 
     A stricter comparator than :func:`frontier`: a mixture of two settings is itself a policy, so a
     method that beats only the step frontier between two sweep points has not beaten the family."""
-    pts = sorted((r["mean_nfe"], -r[key]) for r in rows)  # by NFE, the most accurate first at equal NFE
-    if not pts or n < pts[0][0] - 1e-9:
-        return None
+    return hull_value(upper_hull([(r["mean_nfe"], r[key]) for r in rows]), n)
+
+
+def upper_hull(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The upper concave hull of (cost, value) points that rises with cost, cheapest first."""
     hull: list[tuple[float, float]] = []
-    for x, y in ((x, -y) for x, y in pts):
+    for x, y in sorted(points, key=lambda p: (p[0], -p[1])):  # by cost, the best first at equal cost
         if hull and y <= hull[-1][1]:
-            continue  # dominated: no more accurate than something as cheap (so no two hull points share an NFE)
+            continue  # dominated: no better than something as cheap (so no two hull points share a cost)
         while len(hull) >= 2 and (hull[-1][1] - hull[-2][1]) * (x - hull[-2][0]) <= (y - hull[-2][1]) * (hull[-1][0] - hull[-2][0]):
             hull.pop()  # under the chord from hull[-2] to this point
         hull.append((x, y))
+    return hull
+
+
+def hull_value(hull: list[tuple[float, float]], n: float) -> float | None:
+    """The value of an :func:`upper_hull` at cost ``n`` (None below its cheapest point, flat past its last)."""
+    if not hull or n < hull[0][0] - 1e-9:
+        return None
     for (x0, y0), (x1, y1) in zip(hull, hull[1:]):
         if n <= x1:
             return y0 + (y1 - y0) * max(n - x0, 0.0) / (x1 - x0)
     return hull[-1][1]
+
+
+def mixture_gap_interval(base: tuple[torch.Tensor, torch.Tensor], other: tuple[torch.Tensor, torch.Tensor],
+                         points: list[float], resamples: int = 2000, level: float = 0.95, seed: int = 0) -> list[dict]:
+    """How far ``other``'s mixture frontier lies above ``base``'s at each mean NFE of ``points``, in
+    accuracy points, with a paired bootstrap interval (Efron 1979): the examples are resampled with
+    replacement, the same draw for both families, and both hulls rebuilt from the resampled rows.
+
+    ``base`` and ``other``: ``(solved, nfe)`` of one family, each ``(R, N)``: whether row r (a sweep
+    setting) solved example n, and the passes it took; every row of both on the same N examples.
+    Returns per point the gap on the examples as drawn, the interval's ends and the share of
+    resamples where ``other`` is ahead (a gap is NaN where either family has no row that cheap)."""
+    (bs, bn), (os_, on) = base, other
+    n_ex = bs.shape[1]
+    if not (bs.shape[1] == bn.shape[1] == os_.shape[1] == on.shape[1]):
+        raise ValueError("both families must be measured on the same examples")
+    gen = torch.Generator().manual_seed(seed)
+    weights = torch.cat([torch.ones(1, n_ex, dtype=torch.float64),  # the examples as drawn, then the resamples
+                         torch.stack([torch.bincount(torch.randint(n_ex, (n_ex,), generator=gen), minlength=n_ex)
+                                      for _ in range(resamples)]).double()])  # (1 + B, N) times drawn
+
+    def hulls(solved: torch.Tensor, nfe: torch.Tensor) -> list[list[tuple[float, float]]]:
+        acc = 100 * weights @ solved.double().T / n_ex  # (1 + B, R)
+        cost = weights @ nfe.double().T / n_ex  # (1 + B, R)
+        return [upper_hull(list(zip(c.tolist(), a.tolist()))) for c, a in zip(cost, acc)]
+
+    hb, ho = hulls(bs, bn), hulls(os_, on)
+    out = []
+    for n in points:
+        gaps = torch.tensor([float("nan") if (b := hull_value(x, n)) is None or (o := hull_value(y, n)) is None else o - b
+                             for x, y in zip(hb, ho)], dtype=torch.float64)  # (1 + B,)
+        drawn, boot = gaps[0], gaps[1:][~gaps[1:].isnan()]
+        if drawn.isnan() or not len(boot):
+            continue
+        lo, hi = torch.quantile(boot, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
+        out.append({"nfe": n, "gap": float(drawn), "low": lo, "high": hi, "share_ahead": float((boot > 0).double().mean())})
+    return out
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:

@@ -1,0 +1,165 @@
+"""How sure is the MI charge's lead? The prefix rule against the entropy budget on all of test-hard,
+with paired bootstrap intervals on the mixture gap.
+
+    python benchmarks/sudoku_prefix_gap.py --model unmask/models/sudoku --threads 2 --out benchmarks/results/sudoku_gpu
+
+``sudoku_frontier.py`` reads its gaps off 150-300 puzzles and 11 sweep points a family, where a few
+puzzles move a gap by points and the mixture frontier of a sparse sweep is a chord the family may
+sit above only because it was measured where the other was not. Here every family decodes the same
+puzzles (default: all 1,000 of ``test-hard``), the entropy budget (``mi:gamma=γ,lam=0``) over 18 γ
+from 0.1 to 10, more finely than the rule it is compared with (``mi_prefix:gamma=γ,lam=λ``, the
+MI head's charge stopping each pass of entropy order at the first position that does not fit, 8 γ
+from 0.3 to 5, for each ``--lams`` λ). Each row keeps every puzzle's outcome and passes, so the gap
+at each mean NFE gets a 95 % interval from resampling the puzzles (the same draw for both families,
+both hulls rebuilt: :func:`unmask.eval.mixture_gap_interval`) and the share of resamples in which
+the MI rule is ahead. Writes ``OUT/NAME.{json,md,png}``; rows are kept as measured (``OUT/NAME.partial.jsonl``),
+so an interrupted run resumes. ``--gaps-only`` recomputes the gaps from OUT/NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from unmask.decode import TokenRule
+from unmask.eval import decode_all, markdown_table, mixture_gap_interval, results_cache, shown_path
+from unmask.io import atomic_write
+from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
+from unmask.model import load_model
+from unmask.plots import plot_pareto, pyplot, save_png
+from unmask.policies import build_policy, parse_policy, policy_spec
+from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
+
+BASE = "entropy budget"
+BUDGET_GAMMAS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0]  # (3.3-17 passes on test-hard)
+PREFIX_GAMMAS = [0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0]  # where the prefix rule ran level with or above it on 150-300 puzzles
+POINTS = [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]  # mean NFE at which the gap is read (default of --points)
+
+
+def prefix_family(lam: float) -> str:
+    return f"prefix, MI head λ={lam:g}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
+    p.add_argument("--head", help="folder of the MI head (mi_head.*) (default: the model folder's)")
+    p.add_argument("--set", default="test-hard", help="standard Sudoku set (default test-hard)")
+    p.add_argument("--n", type=int, default=1000, help="its first N puzzles (default 1000: all of test-hard)")
+    p.add_argument("--lams", nargs="+", type=float, default=[2.0], metavar="LAM", help="λ of the prefix rule (default 2)")
+    p.add_argument("--points", nargs="+", type=float, default=POINTS, metavar="NFE",
+                   help=f"mean NFE at which to read the gap (default {' '.join(f'{x:g}' for x in POINTS)})")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--data-dir", type=Path, default=Path("data/sudoku"), help="where the standard sets live")
+    p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    p.add_argument("--name", default="sudoku_prefix_gap", help="output file stem")
+    p.add_argument("--gaps-only", action="store_true", help="recompute the gaps and tables from OUT/NAME.json, decoding nothing")
+    args = p.parse_args(argv)
+    if args.n < 1 or args.resamples < 1 or any(lam <= 0 for lam in args.lams):
+        p.error("--n and --resamples must be >= 1 and every λ > 0 (λ = 0 is the baseline)")
+    if args.gaps_only:
+        path = args.out / f"{args.name}.json"
+        if not path.is_file():
+            p.error(f"--gaps-only: no {path} to recompute")
+        result = json.loads(path.read_text())
+        result["gaps"] = gap_rows(result["rows"], args.points, args.resamples)
+        write(result, args.out, args.name)
+        return
+    head_dir = args.head or args.model
+    if not (Path(head_dir) / HEAD_WEIGHTS).is_file():
+        p.error(f"no {HEAD_WEIGHTS} in {head_dir}")
+
+    torch.set_num_threads(args.threads)
+    start = time.time()
+    model = load_model(args.model, task="sudoku")
+    task = SudokuTask()
+    examples = standard_set(args.data_dir, args.set, args.n)
+    tokens = task.encode(examples)
+    cache = results_cache(args.out, args.name, args.model, [Path(__file__), args.data_dir / f"{args.set}.csv",
+                                                             *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))],
+                          n=args.n, set=args.set, threads=args.threads)  # (rows keep their seconds)
+    sweeps = {BASE: [f"mi:gamma={g},lam=0" for g in BUDGET_GAMMAS],
+              **{prefix_family(lam): [f"mi_prefix:gamma={g},lam={lam:g}" for g in PREFIX_GAMMAS] for lam in args.lams}}
+    sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}  # (as every results file spells them)
+    rows = []
+    for family, specs in sweeps.items():
+        for spec in specs:
+            key = {"set": args.set, "family": family, "policy": spec}
+            row = cache.get(key)
+            if row is None:
+                run = decode_all(model, tokens, build_policy(spec, model, head_dir), TokenRule(), progress=True)
+                solved = task.score(run.result.tokens, examples).tolist()
+                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
+                       "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved),
+                       "nfe": run.result.nfe.tolist()}
+                cache.put(key, row)
+            print(json.dumps({k: row[k] for k in ("family", "policy", "mean_nfe", "accuracy %")}), flush=True)
+            rows.append(row)
+    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "set": args.set, "n": args.n,
+              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows,
+              "gaps": gap_rows(rows, args.points, args.resamples)}
+    write(result, args.out, args.name)
+    cache.done()
+
+
+def outcomes(rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(solved, nfe)``, each ``(R, N)``, of a family's rows."""
+    return (torch.tensor([[c == "1" for c in r["solved"]] for r in rows]), torch.tensor([r["nfe"] for r in rows], dtype=torch.float64))
+
+
+def gap_rows(rows: list[dict], points: list[float], resamples: int) -> list[dict]:
+    """Each MI family's mixture gap over the entropy budget at every mean NFE of ``points``, with its
+    95 % paired bootstrap interval (points in accuracy)."""
+    families = list(dict.fromkeys(r["family"] for r in rows if r["family"] != BASE))
+    base = outcomes([r for r in rows if r["family"] == BASE])
+    out = []
+    for family in families:
+        for g in mixture_gap_interval(base, outcomes([r for r in rows if r["family"] == family]), points, resamples):
+            out.append({"family": family, "nfe": g["nfe"], "mixture gap": round(g["gap"], 1),
+                        "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2), "high": round(g["high"], 2),
+                        "share of resamples ahead": round(g["share_ahead"], 3)})
+    return out
+
+
+def write(result: dict, out: Path, name: str) -> None:
+    """The JSON, the Markdown tables (rows without their per-puzzle outcomes, then the gaps) and the plot."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))
+    rows, gaps = result["rows"], result["gaps"]
+    md = (markdown_table(rows, ["family", "policy", "mean_nfe", "accuracy %"]) + "\n\n"
+          + markdown_table(gaps, ["family", "nfe", "mixture gap", "95% interval", "share of resamples ahead"]))
+    atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
+    plot_pareto([{**r, "policy": r["family"]} for r in rows], out / f"{name}.png", f"Prefix rule vs entropy budget ({result['n']} puzzles)")
+    plot_gaps(gaps, out / f"{name}_gaps.png", f"{result['set']}, {result['n']} puzzles")
+    print(md)
+
+
+def plot_gaps(gaps: list[dict], path: Path, title: str) -> None:
+    """Mixture gap vs mean NFE with its bootstrap interval, one series per family."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for i, family in enumerate(dict.fromkeys(g["family"] for g in gaps)):
+        gs = [g for g in gaps if g["family"] == family]
+        x = [g["nfe"] + 0.06 * i for g in gs]  # (side by side where several families share a point)
+        y = [g["mixture gap"] for g in gs]
+        ax.errorbar(x, y, yerr=[[v - g["low"] for v, g in zip(y, gs)], [g["high"] - v for v, g in zip(y, gs)]],
+                    fmt="o-", capsize=3, color=f"C{i}", label=family)
+    ax.axhline(0, color="k", lw=0.8)
+    ax.axhline(5, color="grey", lw=0.8, ls="--", label="the aim: +5")
+    ax.set_xlabel("mean NFE (forward passes per puzzle)")
+    ax.set_ylabel("mixture gap over the entropy budget (points)")
+    ax.set_title(f"MI prefix rule vs entropy budget: {title}\n(95 % paired bootstrap intervals)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_png(fig, path)
+
+
+if __name__ == "__main__":
+    main()
