@@ -12,7 +12,9 @@ MI head's charge stopping each pass of entropy order at the first position that 
 from 0.3 to 5, for each ``--lams`` λ). Each row keeps every puzzle's outcome and passes, so the gap
 at each mean NFE gets a 95 % interval from resampling the puzzles (the same draw for both families,
 both hulls rebuilt: :func:`unmask.eval.mixture_gap_interval`) and the share of resamples in which
-the MI rule is ahead. Writes ``OUT/NAME.{json,md,png}``; rows are kept as measured (``OUT/NAME.partial.jsonl``),
+the MI rule is ahead. With ``--exact-n N`` the oracle of the same rule (``exact_prefix``: exact MI
+from probing the model, ε = 10⁻³, its probe passes reported apart and not counted in NFE) joins on the
+first N puzzles, and every family is compared there too, on those N. Writes ``OUT/NAME.{json,md,png}``; rows are kept as measured (``OUT/NAME.partial.jsonl``),
 so an interrupted run resumes. ``--gaps-only`` recomputes the gaps from OUT/NAME.json.
 """
 
@@ -45,6 +47,10 @@ def prefix_family(lam: float) -> str:
     return f"prefix, MI head λ={lam:g}"
 
 
+def exact_family(lam: float) -> str:
+    return f"exact MI prefix λ={lam:g} (oracle)"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
@@ -52,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--set", default="test-hard", help="standard Sudoku set (default test-hard)")
     p.add_argument("--n", type=int, default=1000, help="its first N puzzles (default 1000: all of test-hard)")
     p.add_argument("--lams", nargs="+", type=float, default=[2.0], metavar="LAM", help="λ of the prefix rule (default 2)")
+    p.add_argument("--exact-n", type=int, default=0, help="the exact-MI oracle on the first N puzzles (default 0: none)")
+    p.add_argument("--exact-gammas", nargs="+", type=float, default=[1.0], metavar="GAMMA", help="its γ (default 1)")
+    p.add_argument("--exact-lam", type=float, default=2.0, help="its λ (default 2)")
     p.add_argument("--points", nargs="+", type=float, default=POINTS, metavar="NFE",
                    help=f"mean NFE at which to read the gap (default {' '.join(f'{x:g}' for x in POINTS)})")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
@@ -61,8 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="sudoku_prefix_gap", help="output file stem")
     p.add_argument("--gaps-only", action="store_true", help="recompute the gaps and tables from OUT/NAME.json, decoding nothing")
     args = p.parse_args(argv)
-    if args.n < 1 or args.resamples < 1 or any(lam <= 0 for lam in args.lams):
+    if args.n < 1 or args.resamples < 1 or any(lam <= 0 for lam in [*args.lams, args.exact_lam]):
         p.error("--n and --resamples must be >= 1 and every λ > 0 (λ = 0 is the baseline)")
+    if not 0 <= args.exact_n <= args.n:
+        p.error(f"--exact-n must be between 0 and --n ({args.n})")
     if args.gaps_only:
         path = args.out / f"{args.name}.json"
         if not path.is_file():
@@ -86,18 +97,23 @@ def main(argv: list[str] | None = None) -> None:
                           n=args.n, set=args.set, threads=args.threads)  # (rows keep their seconds)
     sweeps = {BASE: [f"mi:gamma={g},lam=0" for g in BUDGET_GAMMAS],
               **{prefix_family(lam): [f"mi_prefix:gamma={g},lam={lam:g}" for g in PREFIX_GAMMAS] for lam in args.lams}}
+    if args.exact_n:
+        sweeps[exact_family(args.exact_lam)] = [f"exact_prefix:gamma={g},lam={args.exact_lam:g},charge=mi" for g in args.exact_gammas]
     sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}  # (as every results file spells them)
     rows = []
     for family, specs in sweeps.items():
+        n = args.exact_n if family == exact_family(args.exact_lam) else args.n  # the oracle: its first puzzles
         for spec in specs:
-            key = {"set": args.set, "family": family, "policy": spec}
+            key = {"set": args.set, "puzzles": n, "family": family, "policy": spec}
             row = cache.get(key)
             if row is None:
-                run = decode_all(model, tokens, build_policy(spec, model, head_dir), TokenRule(), progress=True)
-                solved = task.score(run.result.tokens, examples).tolist()
-                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
+                run = decode_all(model, tokens[:n], build_policy(spec, model, head_dir), TokenRule(), progress=True)
+                solved = task.score(run.result.tokens, examples[:n]).tolist()
+                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / n, 1),
                        "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved),
                        "nfe": run.result.nfe.tolist()}
+                if run.result.extra_passes.any():  # the oracle's probes, apart from NFE
+                    row["extra_passes"] = round(float(run.result.extra_passes.double().mean()), 1)
                 cache.put(key, row)
             print(json.dumps({k: row[k] for k in ("family", "policy", "mean_nfe", "accuracy %")}), flush=True)
             rows.append(row)
@@ -108,20 +124,25 @@ def main(argv: list[str] | None = None) -> None:
     cache.done()
 
 
-def outcomes(rows: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(solved, nfe)``, each ``(R, N)``, of a family's rows."""
-    return (torch.tensor([[c == "1" for c in r["solved"]] for r in rows]), torch.tensor([r["nfe"] for r in rows], dtype=torch.float64))
+def outcomes(rows: list[dict], n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(solved, nfe)``, each ``(R, n)``, of a family's rows on their first ``n`` puzzles."""
+    return (torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows]), torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64))
 
 
 def gap_rows(rows: list[dict], points: list[float], resamples: int) -> list[dict]:
     """Each MI family's mixture gap over the entropy budget at every mean NFE of ``points``, with its
-    95 % paired bootstrap interval (points in accuracy)."""
+    95 % paired bootstrap interval (points in accuracy): on all puzzles, and where a family (the
+    oracle) has fewer, every family again on those alone."""
     families = list(dict.fromkeys(r["family"] for r in rows if r["family"] != BASE))
-    base = outcomes([r for r in rows if r["family"] == BASE])
+    base = [r for r in rows if r["family"] == BASE]
     out = []
-    for family in families:
-        for g in mixture_gap_interval(base, outcomes([r for r in rows if r["family"] == family]), points, resamples):
-            out.append({"family": family, "nfe": g["nfe"], "mixture gap": round(g["gap"], 1),
+    for n in sorted({len(r["solved"]) for r in rows}, reverse=True):
+        for family in families:
+            mine = [r for r in rows if r["family"] == family]
+            if len(mine[0]["solved"]) < n:
+                continue
+            for g in mixture_gap_interval(outcomes(base, n), outcomes(mine, n), points, resamples):
+                out.append({"puzzles": n, "family": family, "nfe": g["nfe"], "mixture gap": round(g["gap"], 1),
                         "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2), "high": round(g["high"], 2),
                         "share of resamples ahead": round(g["share_ahead"], 3)})
     return out
@@ -132,11 +153,14 @@ def write(result: dict, out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))
     rows, gaps = result["rows"], result["gaps"]
-    md = (markdown_table(rows, ["family", "policy", "mean_nfe", "accuracy %"]) + "\n\n"
-          + markdown_table(gaps, ["family", "nfe", "mixture gap", "95% interval", "share of resamples ahead"]))
+    md = (markdown_table(rows, ["puzzles", "family", "policy", "mean_nfe", "extra_passes", "accuracy %"]) + "\n\n"
+          + markdown_table(gaps, ["puzzles", "family", "nfe", "mixture gap", "95% interval", "share of resamples ahead"]))
     atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
-    plot_pareto([{**r, "policy": r["family"]} for r in rows], out / f"{name}.png", f"Prefix rule vs entropy budget ({result['n']} puzzles)")
-    plot_gaps(gaps, out / f"{name}_gaps.png", f"{result['set']}, {result['n']} puzzles")
+    counts = sorted({len(r["solved"]) for r in rows}, reverse=True)  # a panel per number of puzzles, every family on them
+    plot_pareto([{"set": f"{result['set']}, first {n}", "policy": r["family"], "mean_nfe": sum(r["nfe"][:n]) / n,
+                  "accuracy %": 100 * r["solved"][:n].count("1") / n} for n in counts for r in rows if len(r["solved"]) >= n],
+                out / f"{name}.png", "Prefix rule vs entropy budget")
+    plot_gaps(gaps, out / f"{name}_gaps.png", result["set"])
     print(md)
 
 
@@ -144,12 +168,12 @@ def plot_gaps(gaps: list[dict], path: Path, title: str) -> None:
     """Mixture gap vs mean NFE with its bootstrap interval, one series per family."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for i, family in enumerate(dict.fromkeys(g["family"] for g in gaps)):
-        gs = [g for g in gaps if g["family"] == family]
-        x = [g["nfe"] + 0.06 * i for g in gs]  # (side by side where several families share a point)
+    for i, (n, family) in enumerate(dict.fromkeys((g["puzzles"], g["family"]) for g in gaps)):
+        gs = [g for g in gaps if (g["puzzles"], g["family"]) == (n, family)]
+        x = [g["nfe"] + 0.06 * i for g in gs]  # (side by side where several series share a point)
         y = [g["mixture gap"] for g in gs]
         ax.errorbar(x, y, yerr=[[v - g["low"] for v, g in zip(y, gs)], [g["high"] - v for v, g in zip(y, gs)]],
-                    fmt="o-", capsize=3, color=f"C{i}", label=family)
+                    fmt="o-", capsize=3, color=f"C{i}", label=f"{family}, {n} puzzles")
     ax.axhline(0, color="k", lw=0.8)
     ax.axhline(5, color="grey", lw=0.8, ls="--", label="the aim: +5")
     ax.set_xlabel("mean NFE (forward passes per puzzle)")
