@@ -5,7 +5,7 @@
 
 Families (each a sweep; specs in the README's policy table):
 - entropy budget (``mi:gamma=γ,lam=0``), γ from 0.01 to 100 nats (from 10 on, test-kaggle takes 1-1.2 passes),
-  with 7 more points from 0.5 to 15 than the other families (so no family's mixture frontier is
+  with 7 more points from 0.5 to 15 than the γ-swept families (so no family's mixture frontier is
   compared with a chord of the baseline where the baseline was not measured);
 - MI-guided with the head (``mi:gamma=γ,lam=λ``), same γ, λ ∈ {0.5, 2};
 - DEMASK's rule with the head as dependency head (``demask:delta=δ,max_entropy=h``): δ from 0.003 to
@@ -19,7 +19,7 @@ Families (each a sweep; specs in the README's policy table):
   head (λ = 1) and with the D head (λ ∈ {0.5, 2});
 - entropy order with the charge setting the pace (``mi_prefix:gamma=γ,lam=λ``: the entropy budget's
   scan, stopped at the first position whose H_i + λ·Σ_taken Î_ij does not fit, so each pass reveals a
-  prefix of entropy order no longer than the budget's), the budget's γ, with the MI head (λ ∈ {0.5, 1, 2, 4, 8})
+  prefix of entropy order no longer than the budget's), same γ, with the MI head (λ ∈ {0.5, 1, 2, 4, 8})
   and the D head (λ ∈ {2, 8});
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
 - MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
@@ -63,9 +63,8 @@ from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 GAMMAS = [0.01, 0.03, 0.1, 0.3, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0]  # (10-100: down to one pass on test-kaggle)
-# The baseline, and the prefix families (the closest race with it), also between those points: a
-# mixture frontier is a chord between measured rows, so a sparse baseline sweep would flatter any
-# family measured where the baseline was not.
+# The baseline also between those points: a mixture frontier is a chord between measured rows, so a
+# sparse baseline sweep would flatter any family measured where the baseline was not.
 FINE_GAMMAS = sorted(GAMMAS + [0.5, 0.7, 1.5, 2.5, 4.0, 7.0, 15.0])
 FAMILIES = {  # family → specs
     "entropy budget": [f"mi:gamma={g},lam=0" for g in FINE_GAMMAS],
@@ -78,7 +77,7 @@ FAMILIES = {  # family → specs
     "paced, MI head λ=1": [f"mi_paced:gamma={g},lam=1" for g in GAMMAS],
     "paced, D head λ=0.5": [f"mi_paced:gamma={g},lam=0.5" for g in GAMMAS],
     "paced, D head λ=2": [f"mi_paced:gamma={g},lam=2" for g in GAMMAS],
-    **{f"prefix, MI head λ={lam}": [f"mi_prefix:gamma={g},lam={lam}" for g in FINE_GAMMAS] for lam in (0.5, 1, 2, 4, 8)},
+    **{f"prefix, MI head λ={lam}": [f"mi_prefix:gamma={g},lam={lam}" for g in GAMMAS] for lam in (0.5, 1, 2, 4, 8)},
     "prefix, D head λ=2": [f"mi_prefix:gamma={g},lam=2" for g in GAMMAS],
     "prefix, D head λ=8": [f"mi_prefix:gamma={g},lam=8" for g in GAMMAS],
     "eb": [f"eb:gamma={g}" for g in (0.01, 0.1, 0.3, 1.0, 3.0, 10.0)],

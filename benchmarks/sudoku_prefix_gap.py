@@ -1,5 +1,6 @@
-"""How sure is the MI charge's lead? The prefix rule against the entropy budget on all of test-hard,
-with paired bootstrap intervals on the mixture gap.
+"""How sure is the MI charge's lead? The prefix rule vs the entropy budget, with bootstrap intervals.
+
+The whole of test-hard by default, with paired bootstrap intervals on the mixture gap.
 
     python benchmarks/sudoku_prefix_gap.py --model unmask/models/sudoku --threads 2 --out benchmarks/results/sudoku_gpu
 
@@ -12,34 +13,43 @@ MI head's charge stopping each pass of entropy order at the first position that 
 from 0.3 to 5, for each ``--lams`` λ). Each row keeps every puzzle's outcome and passes, so the gap
 at each mean NFE gets a 95 % interval from resampling the puzzles (the same draw for both families,
 both hulls rebuilt: :func:`unmask.eval.mixture_gap_interval`) and the share of resamples in which
-the MI rule is ahead. With ``--exact-n N`` the oracle of the same rule (``exact_prefix``: exact MI
-from probing the model, ε = 10⁻³, its probe passes reported apart and not counted in NFE) joins on the
-first N puzzles, and every family is compared there too, on those N. Writes ``OUT/NAME.{json,md,png}``; rows are kept as measured (``OUT/NAME.partial.jsonl``),
-so an interrupted run resumes. ``--gaps-only`` recomputes the gaps from OUT/NAME.json.
+the MI rule is ahead; each row of the MI rule also gets its gap at its own mean NFE
+(:func:`unmask.eval.row_gap_interval`), which stays defined in every resample where a gap read at a
+fixed NFE may not (a family whose cheapest row costs about that much). With ``--exact-n N`` the
+oracle of the same rule (``exact_prefix``: exact MI from probing the model, ε = 10⁻³, its probe
+passes reported apart and not counted in NFE) joins on the first N puzzles, and every family is
+compared there too, on those N.
+
+Writes ``OUT/NAME.{json,md,png}`` and ``OUT/NAME_gaps.png``; rows are kept as measured
+(``OUT/NAME.partial.jsonl``), so an interrupted run resumes. ``--gaps-only`` recomputes the gaps
+from OUT/NAME.json (with ``--points`` and ``--resamples``, recorded in it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import decode_all, markdown_table, mixture_gap_interval, results_cache, shown_path
+from unmask.eval import decode_all, markdown_table, mixture_gap_interval, results_cache, row_gap_interval, shown_path
 from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto, pyplot, save_png
 from unmask.policies import build_policy, parse_policy, policy_spec
-from unmask.tasks.sudoku.generate import standard_set
+from unmask.tasks.sudoku.generate import STANDARD_SETS, standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 BASE = "entropy budget"
-BUDGET_GAMMAS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0]  # (3.3-17 passes on test-hard)
-PREFIX_GAMMAS = [0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0]  # where the prefix rule ran level with or above it on 150-300 puzzles
+# γ of the baseline (2.1-11.5 passes on test-hard) and of the prefix rule (where it ran level with or
+# above the baseline on 150-300 puzzles): the baseline more finely, so its hull is not a long chord.
+BUDGET_GAMMAS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0]
+PREFIX_GAMMAS = [0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0]
 POINTS = [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0]  # mean NFE at which the gap is read (default of --points)
 
 
@@ -55,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
     p.add_argument("--head", help="folder of the MI head (mi_head.*) (default: the model folder's)")
-    p.add_argument("--set", default="test-hard", help="standard Sudoku set (default test-hard)")
+    p.add_argument("--set", default="test-hard", choices=list(STANDARD_SETS), help="standard Sudoku set (default test-hard)")
     p.add_argument("--n", type=int, default=1000, help="its first N puzzles (default 1000: all of test-hard)")
     p.add_argument("--lams", nargs="+", type=float, default=[2.0], metavar="LAM", help="λ of the prefix rule (default 2)")
     p.add_argument("--exact-n", type=int, default=0, help="the exact-MI oracle on the first N puzzles (default 0: none)")
@@ -70,8 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="sudoku_prefix_gap", help="output file stem")
     p.add_argument("--gaps-only", action="store_true", help="recompute the gaps and tables from OUT/NAME.json, decoding nothing")
     args = p.parse_args(argv)
-    if args.n < 1 or args.resamples < 1 or any(lam <= 0 for lam in [*args.lams, args.exact_lam]):
-        p.error("--n and --resamples must be >= 1 and every λ > 0 (λ = 0 is the baseline)")
+    if args.n < 1 or args.resamples < 1 or not all(0 < x < math.inf for x in [*args.lams, args.exact_lam, *args.exact_gammas]):
+        p.error("--n and --resamples must be >= 1, every λ and γ a number > 0 (λ = 0 is the baseline)")
     if not 0 <= args.exact_n <= args.n:
         p.error(f"--exact-n must be between 0 and --n ({args.n})")
     if args.gaps_only:
@@ -79,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         if not path.is_file():
             p.error(f"--gaps-only: no {path} to recompute")
         result = json.loads(path.read_text())
-        result["gaps"] = gap_rows(result["rows"], args.points, args.resamples)
+        result |= {"points": args.points, "resamples": args.resamples, **gap_rows(result["rows"], args.points, args.resamples)}
         write(result, args.out, args.name)
         return
     head_dir = args.head or args.model
@@ -91,15 +101,16 @@ def main(argv: list[str] | None = None) -> None:
     model = load_model(args.model, task="sudoku")
     task = SudokuTask()
     examples = standard_set(args.data_dir, args.set, args.n)
+    if len(examples) < args.n:
+        p.error(f"--n {args.n}: {args.set} has only {len(examples)} puzzles")
     tokens = task.encode(examples)
-    cache = results_cache(args.out, args.name, args.model, [Path(__file__), args.data_dir / f"{args.set}.csv",
-                                                             *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))],
-                          n=args.n, set=args.set, threads=args.threads)  # (rows keep their seconds)
+    files = [Path(__file__), args.data_dir / f"{args.set}.csv", *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))]
+    cache = results_cache(args.out, args.name, args.model, files, n=args.n, set=args.set, threads=args.threads)  # (rows keep their seconds)
     sweeps = {BASE: [f"mi:gamma={g},lam=0" for g in BUDGET_GAMMAS],
               **{prefix_family(lam): [f"mi_prefix:gamma={g},lam={lam:g}" for g in PREFIX_GAMMAS] for lam in args.lams}}
     if args.exact_n:
         sweeps[exact_family(args.exact_lam)] = [f"exact_prefix:gamma={g},lam={args.exact_lam:g},charge=mi" for g in args.exact_gammas]
-    sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}  # (as every results file spells them)
+    sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}  # (as results files spell them)
     rows = []
     for family, specs in sweeps.items():
         n = args.exact_n if family == exact_family(args.exact_lam) else args.n  # the oracle: its first puzzles
@@ -109,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             if row is None:
                 run = decode_all(model, tokens[:n], build_policy(spec, model, head_dir), TokenRule(), progress=True)
                 solved = task.score(run.result.tokens, examples[:n]).tolist()
-                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / n, 1),
+                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
                        "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved),
                        "nfe": run.result.nfe.tolist()}
                 if run.result.extra_passes.any():  # the oracle's probes, apart from NFE
@@ -118,34 +129,43 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps({k: row[k] for k in ("family", "policy", "mean_nfe", "accuracy %")}), flush=True)
             rows.append(row)
     result = {"model": shown_path(args.model), "head": shown_path(head_dir), "set": args.set, "n": args.n,
-              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "rows": rows,
-              "gaps": gap_rows(rows, args.points, args.resamples)}
+              "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits, "points": args.points,
+              "resamples": args.resamples, "rows": rows, **gap_rows(rows, args.points, args.resamples)}
     write(result, args.out, args.name)
     cache.done()
 
 
 def outcomes(rows: list[dict], n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(solved, nfe)``, each ``(R, n)``, of a family's rows on their first ``n`` puzzles."""
-    return (torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows]), torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64))
+    solved = torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows])  # (R, n)
+    return solved, torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64)
 
 
-def gap_rows(rows: list[dict], points: list[float], resamples: int) -> list[dict]:
-    """Each MI family's mixture gap over the entropy budget at every mean NFE of ``points``, with its
-    95 % paired bootstrap interval (points in accuracy): on all puzzles, and where a family (the
-    oracle) has fewer, every family again on those alone."""
+def gap_rows(rows: list[dict], points: list[float], resamples: int) -> dict[str, list[dict]]:
+    """Each MI family against the entropy budget, with 95 % paired bootstrap intervals (accuracy
+    points): ``gaps``, its mixture gap at every mean NFE of ``points``; ``row_gaps``, each of its rows
+    at that row's own mean NFE. On all puzzles, and where a family (the oracle) has fewer, every
+    family again on those alone."""
     families = list(dict.fromkeys(r["family"] for r in rows if r["family"] != BASE))
     base = [r for r in rows if r["family"] == BASE]
-    out = []
+    gaps, row_gaps = [], []
     for n in sorted({len(r["solved"]) for r in rows}, reverse=True):
         for family in families:
             mine = [r for r in rows if r["family"] == family]
             if len(mine[0]["solved"]) < n:
                 continue
             for g in mixture_gap_interval(outcomes(base, n), outcomes(mine, n), points, resamples):
-                out.append({"puzzles": n, "family": family, "nfe": g["nfe"], "mixture gap": round(g["gap"], 1),
-                        "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2), "high": round(g["high"], 2),
-                        "share of resamples ahead": round(g["share_ahead"], 3)})
-    return out
+                gaps.append({"puzzles": n, "family": family, "nfe": g["nfe"], **summary(g)})
+            for g in row_gap_interval(outcomes(base, n), outcomes(mine, n), resamples):
+                row_gaps.append({"puzzles": n, "family": family, "policy": mine[g["row"]]["policy"], "mean_nfe": round(g["nfe"], 2),
+                                 "accuracy %": round(g["accuracy %"], 1), **summary(g)})
+    return {"gaps": gaps, "row_gaps": row_gaps}
+
+
+def summary(g: dict) -> dict:
+    """The shown figures of one bootstrapped gap."""
+    return {"gap": round(g["gap"], 1), "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2),
+            "high": round(g["high"], 2), "share of resamples ahead": round(g["share_ahead"], 3), "defined": round(g["defined"], 3)}
 
 
 def write(result: dict, out: Path, name: str) -> None:
@@ -153,13 +173,15 @@ def write(result: dict, out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))
     rows, gaps = result["rows"], result["gaps"]
-    md = (markdown_table(rows, ["puzzles", "family", "policy", "mean_nfe", "extra_passes", "accuracy %"]) + "\n\n"
-          + markdown_table(gaps, ["puzzles", "family", "nfe", "mixture gap", "95% interval", "share of resamples ahead"]))
+    shown = ["gap", "95% interval", "share of resamples ahead", "defined"]
+    md = "\n\n".join([markdown_table(rows, ["puzzles", "family", "policy", "mean_nfe", "extra_passes", "accuracy %"]),
+                       markdown_table(gaps, ["puzzles", "family", "nfe", *shown]),
+                       markdown_table(result["row_gaps"], ["puzzles", "family", "policy", "mean_nfe", "accuracy %", *shown])])
     atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
     counts = sorted({len(r["solved"]) for r in rows}, reverse=True)  # a panel per number of puzzles, every family on them
-    plot_pareto([{"set": f"{result['set']}, first {n}", "policy": r["family"], "mean_nfe": sum(r["nfe"][:n]) / n,
-                  "accuracy %": 100 * r["solved"][:n].count("1") / n} for n in counts for r in rows if len(r["solved"]) >= n],
-                out / f"{name}.png", "Prefix rule vs entropy budget")
+    shown_rows = [{"set": f"{result['set']}, first {n}", "policy": r["family"], "mean_nfe": sum(r["nfe"][:n]) / n,
+                   "accuracy %": 100 * r["solved"][:n].count("1") / n} for n in counts for r in rows if len(r["solved"]) >= n]
+    plot_pareto(shown_rows, out / f"{name}.png", "Prefix rule vs entropy budget")
     plot_gaps(gaps, out / f"{name}_gaps.png", result["set"])
     print(md)
 
@@ -171,7 +193,7 @@ def plot_gaps(gaps: list[dict], path: Path, title: str) -> None:
     for i, (n, family) in enumerate(dict.fromkeys((g["puzzles"], g["family"]) for g in gaps)):
         gs = [g for g in gaps if (g["puzzles"], g["family"]) == (n, family)]
         x = [g["nfe"] + 0.06 * i for g in gs]  # (side by side where several series share a point)
-        y = [g["mixture gap"] for g in gs]
+        y = [g["gap"] for g in gs]
         ax.errorbar(x, y, yerr=[[v - g["low"] for v, g in zip(y, gs)], [g["high"] - v for v, g in zip(y, gs)]],
                     fmt="o-", capsize=3, color=f"C{i}", label=f"{family}, {n} puzzles")
     ax.axhline(0, color="k", lw=0.8)

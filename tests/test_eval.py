@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import torch
 
-from unmask.eval import frontier, markdown_table, mixture_frontier, mixture_gap_interval, shown_path
+from unmask.eval import bootstrap_weights, frontier, markdown_table, mixture_frontier, mixture_gap_interval, row_gap_interval, shown_path
 
 
 def test_markdown_table_rounds_floats_and_blanks_missing_cells():
@@ -97,11 +97,71 @@ def test_the_drawn_gap_is_the_difference_of_the_two_mixture_frontiers():
     def rows(f):
         return [{"mean_nfe": float(n.double().mean()), "accuracy %": 100 * float(s.double().mean())} for s, n in zip(*f)]
 
-    out = mixture_gap_interval(base, other, [3.0, 3.5, 4.0], resamples=50)
+    out = mixture_gap_interval(base, other, [4.0, 4.5, 6.0], resamples=50)
+    assert [r["nfe"] for r in out] == [4.0, 4.5, 6.0]  # (rows cost 3.5 passes on average: all three are read)
     for r in out:
         want = mixture_frontier(rows(other), r["nfe"]) - mixture_frontier(rows(base), r["nfe"])
         assert r["gap"] == pytest.approx(want)
         assert r["low"] <= r["high"]
+
+
+def explicit_resamples(n: int, resamples: int, seed: int = 0) -> list[list[int]]:
+    """The examples of each resample as a list (what :func:`bootstrap_weights` counts), drawn here by hand."""
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randint(n, (n,), generator=gen).tolist() for _ in range(resamples)]
+
+
+def rows_on(f, examples: list[int]) -> list[dict]:
+    """A family's rows rebuilt on an explicit list of examples (repeats counted again)."""
+    return [{"mean_nfe": sum(float(n[e]) for e in examples) / len(examples),
+             "accuracy %": 100 * sum(bool(s[e]) for e in examples) / len(examples)} for s, n in zip(*f)]
+
+
+def test_bootstrap_weights_count_each_draw_and_start_with_the_examples_as_they_are():
+    w = bootstrap_weights(7, 5, seed=3)
+    assert w.shape == (6, 7) and w[0].tolist() == [1.0] * 7 and (w.sum(1) == 7).all()
+    for row, draw in zip(w[1:], explicit_resamples(7, 5, seed=3)):
+        assert row.tolist() == [float(draw.count(k)) for k in range(7)]
+
+
+def test_the_interval_is_the_percentiles_of_the_gaps_rebuilt_from_explicit_resamples():
+    # An independent recomputation: each resample's examples listed, both families' rows rebuilt on them
+    # (costs too), mixture_frontier read off them, numpy-style linear percentiles at 2.5 and 97.5.
+    # Bugs caught: costs left unresampled, the wrong percentile levels, the drawn gap mixed into the
+    # resamples, resamples not paired.
+    g = torch.Generator().manual_seed(4)
+    base = family(torch.randint(2, (3, 30), generator=g).tolist(), (1 + torch.randint(6, (3, 30), generator=g)).tolist())
+    other = family(torch.randint(2, (2, 30), generator=g).tolist(), (1 + torch.randint(6, (2, 30), generator=g)).tolist())
+    (got,) = mixture_gap_interval(base, other, [4.0], resamples=80, seed=2)
+    gaps = []
+    for draw in explicit_resamples(30, 80, seed=2):
+        b, o = mixture_frontier(rows_on(base, draw), 4.0), mixture_frontier(rows_on(other, draw), 4.0)
+        if b is not None and o is not None:
+            gaps.append(o - b)
+    want = torch.quantile(torch.tensor(gaps, dtype=torch.float64), torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    assert (got["low"], got["high"]) == pytest.approx(want)
+    assert got["share_ahead"] == pytest.approx(sum(x > 0 for x in gaps) / len(gaps))
+    assert got["defined"] == pytest.approx(len(gaps) / 80)
+
+
+def test_a_row_gap_is_the_row_against_the_base_hull_at_its_own_cost_in_every_draw():
+    g = torch.Generator().manual_seed(5)
+    base = family(torch.randint(2, (4, 25), generator=g).tolist(), (2 + torch.randint(6, (4, 25), generator=g)).tolist())
+    other = family(torch.randint(2, (2, 25), generator=g).tolist(), (4 + torch.randint(4, (2, 25), generator=g)).tolist())
+    got = row_gap_interval(base, other, resamples=60, seed=1)
+    assert [r["row"] for r in got] == [0, 1]
+    for r in got:
+        mine = rows_on(other, list(range(25)))[r["row"]]
+        assert (r["nfe"], r["accuracy %"]) == pytest.approx((mine["mean_nfe"], mine["accuracy %"]))
+        assert r["gap"] == pytest.approx(mine["accuracy %"] - mixture_frontier(rows_on(base, list(range(25))), mine["mean_nfe"]))
+        gaps = []
+        for draw in explicit_resamples(25, 60, seed=1):
+            row = rows_on(other, draw)[r["row"]]
+            b = mixture_frontier(rows_on(base, draw), row["mean_nfe"])
+            if b is not None:
+                gaps.append(row["accuracy %"] - b)
+        want = torch.quantile(torch.tensor(gaps, dtype=torch.float64), torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+        assert (r["low"], r["high"]) == pytest.approx(want)
 
 
 def test_one_more_example_solved_at_the_same_cost_is_a_gap_of_one_example_everywhere():
@@ -118,7 +178,7 @@ def test_points_below_either_familys_cheapest_row_are_left_out_and_examples_must
     base = family([[1, 0], [1, 1]], [[2, 2], [4, 4]])
     other = family([[1, 1]], [[3, 3]])
     assert [r["nfe"] for r in mixture_gap_interval(base, other, [1.0, 2.5, 3.0], resamples=20)] == [3.0]
-    with pytest.raises(ValueError, match="same examples"):
+    with pytest.raises(ValueError, match="examples"):
         mixture_gap_interval(base, family([[1, 1, 0]], [[3, 3, 3]]), [3.0])
 
 

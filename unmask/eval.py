@@ -176,40 +176,87 @@ def hull_value(hull: list[tuple[float, float]], n: float) -> float | None:
     return hull[-1][1]
 
 
-def mixture_gap_interval(base: tuple[torch.Tensor, torch.Tensor], other: tuple[torch.Tensor, torch.Tensor],
-                         points: list[float], resamples: int = 2000, level: float = 0.95, seed: int = 0) -> list[dict]:
+Family = tuple[torch.Tensor, torch.Tensor]  # (solved, nfe), each (R, N): row r's outcome and passes on example n
+
+
+def bootstrap_weights(n_examples: int, resamples: int, seed: int = 0) -> torch.Tensor:
+    """``(1 + B, N)`` times each example is drawn: row 0 the examples as they are, then ``resamples``
+    draws of N with replacement, each ``torch.randint(N, (N,))`` from ``torch.Generator().manual_seed(seed)``."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = [torch.ones(n_examples, dtype=torch.long)]
+    rows += [torch.bincount(torch.randint(n_examples, (n_examples,), generator=gen), minlength=n_examples) for _ in range(resamples)]
+    return torch.stack(rows).double()
+
+
+def _resampled(weights: torch.Tensor, family: Family) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's accuracy (points) and mean NFE under each draw of ``weights``: two ``(1 + B, R)``."""
+    solved, nfe = family
+    if solved.shape != nfe.shape or solved.shape[1] != weights.shape[1]:
+        raise ValueError(f"solved {tuple(solved.shape)} and nfe {tuple(nfe.shape)} must both be (rows, {weights.shape[1]} examples)")
+    n = weights.shape[1]
+    return 100 * weights @ solved.double().T / n, weights @ nfe.double().T / n
+
+
+def _interval(gaps: torch.Tensor, level: float) -> dict | None:
+    """Summary of ``gaps`` ``(1 + B,)`` (NaN: undefined in that draw): the drawn value, the percentile
+    interval and the share ahead over the resamples where it is defined, and that share (None if the
+    drawn value is undefined)."""
+    drawn, boot = gaps[0], gaps[1:]
+    ok = boot[~boot.isnan()]
+    if drawn.isnan():
+        return None
+    if not len(ok):  # no resamples: the interval is the drawn value
+        ok = drawn[None]
+    lo, hi = torch.quantile(ok, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
+    return {"gap": float(drawn), "low": lo, "high": hi, "share_ahead": float((ok > 0).double().mean()),
+            "defined": float((~boot.isnan()).double().mean()) if len(boot) else 1.0}
+
+
+def mixture_gap_interval(base: Family, other: Family, points: list[float], resamples: int = 2000, level: float = 0.95,
+                         seed: int = 0) -> list[dict]:
     """How far ``other``'s mixture frontier lies above ``base``'s at each mean NFE of ``points``, in
-    accuracy points, with a paired bootstrap interval (Efron 1979): the examples are resampled with
-    replacement, the same draw for both families, and both hulls rebuilt from the resampled rows.
+    accuracy points, with a paired bootstrap percentile interval (Efron 1979): the examples are resampled
+    with replacement (:func:`bootstrap_weights`), the same draw for both families, and both hulls rebuilt
+    from the resampled rows.
 
     ``base`` and ``other``: ``(solved, nfe)`` of one family, each ``(R, N)``: whether row r (a sweep
     setting) solved example n, and the passes it took; every row of both on the same N examples.
-    Returns per point the gap on the examples as drawn, the interval's ends and the share of
-    resamples where ``other`` is ahead (a gap is NaN where either family has no row that cheap)."""
-    (bs, bn), (os_, on) = base, other
-    n_ex = bs.shape[1]
-    if not (bs.shape[1] == bn.shape[1] == os_.shape[1] == on.shape[1]):
-        raise ValueError("both families must be measured on the same examples")
-    gen = torch.Generator().manual_seed(seed)
-    weights = torch.cat([torch.ones(1, n_ex, dtype=torch.float64),  # the examples as drawn, then the resamples
-                         torch.stack([torch.bincount(torch.randint(n_ex, (n_ex,), generator=gen), minlength=n_ex)
-                                      for _ in range(resamples)]).double()])  # (1 + B, N) times drawn
+    Returns per point the gap on the examples as drawn, the interval's ends, the share of resamples
+    where ``other`` is ahead, and ``defined``: the share of resamples where both families have a row
+    that cheap (the others are left out of the interval, so read a point with ``defined`` below 1 with
+    care). Points where the drawn gap is undefined are left out."""
+    weights = bootstrap_weights(base[0].shape[1], resamples, seed)
 
-    def hulls(solved: torch.Tensor, nfe: torch.Tensor) -> list[list[tuple[float, float]]]:
-        acc = 100 * weights @ solved.double().T / n_ex  # (1 + B, R)
-        cost = weights @ nfe.double().T / n_ex  # (1 + B, R)
+    def hulls(family: Family) -> list[list[tuple[float, float]]]:
+        acc, cost = _resampled(weights, family)  # (1 + B, R) each
         return [upper_hull(list(zip(c.tolist(), a.tolist()))) for c, a in zip(cost, acc)]
 
-    hb, ho = hulls(bs, bn), hulls(os_, on)
+    hb, ho = hulls(base), hulls(other)
     out = []
     for n in points:
         gaps = torch.tensor([float("nan") if (b := hull_value(x, n)) is None or (o := hull_value(y, n)) is None else o - b
                              for x, y in zip(hb, ho)], dtype=torch.float64)  # (1 + B,)
-        drawn, boot = gaps[0], gaps[1:][~gaps[1:].isnan()]
-        if drawn.isnan() or not len(boot):
-            continue
-        lo, hi = torch.quantile(boot, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
-        out.append({"nfe": n, "gap": float(drawn), "low": lo, "high": hi, "share_ahead": float((boot > 0).double().mean())})
+        if (summary := _interval(gaps, level)) is not None:
+            out.append({"nfe": n, **summary})
+    return out
+
+
+def row_gap_interval(base: Family, other: Family, resamples: int = 2000, level: float = 0.95, seed: int = 0) -> list[dict]:
+    """Each row of ``other`` against ``base``'s mixture frontier at that row's own mean NFE (accuracy
+    points), with the paired bootstrap interval of :func:`mixture_gap_interval`: in every draw the row's
+    accuracy minus ``base``'s hull at the row's mean NFE in that draw. Unlike a gap read at a fixed NFE,
+    it is defined for a family of one row, wherever ``base`` has a row as cheap. Returns per row its
+    index, its mean NFE and accuracy as drawn, and the summary of :func:`mixture_gap_interval`."""
+    weights = bootstrap_weights(base[0].shape[1], resamples, seed)
+    acc_b, cost_b = _resampled(weights, base)
+    acc_o, cost_o = _resampled(weights, other)  # (1 + B, R) each
+    hb = [upper_hull(list(zip(c.tolist(), a.tolist()))) for c, a in zip(cost_b, acc_b)]
+    out = []
+    for r in range(acc_o.shape[1]):
+        gaps = torch.tensor([float("nan") if (b := hull_value(h, float(c))) is None else float(a) - b
+                             for h, c, a in zip(hb, cost_o[:, r], acc_o[:, r])], dtype=torch.float64)  # (1 + B,)
+        if (summary := _interval(gaps, level)) is not None:
+            out.append({"row": r, "nfe": float(cost_o[0, r]), "accuracy %": float(acc_o[0, r]), **summary})
     return out
 
 
