@@ -478,3 +478,51 @@ def test_mi_prefix_policy_stops_where_mi_passes_over():
     assert as_selection(policy.select(state)).reveal[0].tolist() == [True, False, False, False]
     skip = attach(parse_policy("mi:gamma=1,lam=5"), mi_head=head)
     assert as_selection(skip.select(state)).reveal[0].tolist() == [True, False, True, True]
+
+
+def copy_pair_state():
+    """X1 = X2 uniform, X3 independent uniform (equal entropies: entropy order X1, X2, X3), all masked."""
+    p = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        p[x, x, :] = 1 / 9
+    oracle = JointDenoiser(p)
+    tokens = torch.full((1, 3), oracle.mask_id)
+    logits, hidden = oracle(tokens)
+    return oracle, DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
+
+
+@pytest.mark.parametrize("charge", ["mi", "influence"])
+def test_exact_prefix_stops_where_the_exact_rule_skips(charge):
+    # The skipping rule takes X1, passes over X2 (charged for the copy) and takes X3; the prefix rule
+    # stops at X2, so it reveals X1 alone. Bug caught: exact_prefix decoding as the skipping rule
+    # (prefix not passed on, or passed as False).
+    oracle, state = copy_pair_state()
+    spec = "mi_exact:gamma=10,lam=10" if charge == "mi" else "influence_exact:gamma=10,lam=20"
+    skip = as_selection(attach(parse_policy(spec), denoiser=oracle).select(state))
+    prefix = as_selection(attach(parse_policy(f"exact_prefix:gamma=10,lam=20,charge={charge}"), denoiser=oracle).select(state))
+    assert skip.reveal[0].tolist() == [True, False, True]
+    assert prefix.reveal[0].tolist() == [True, False, False]
+    assert int(prefix.extra_passes[0]) == 1 + 3 * 3  # its probes, apart from NFE
+
+
+def test_exact_policies_probe_at_their_own_eps(monkeypatch):
+    # Bug caught: eps not handed to exact_mi (its default used instead).
+    import unmask.mi.policies as pol
+
+    seen = []
+    real = pol.exact_mi
+    monkeypatch.setattr(pol, "exact_mi", lambda *a, **k: seen.append(k.get("eps")) or real(*a, **k))
+    oracle, state = copy_pair_state()
+    for spec in ("exact_prefix:gamma=10,lam=2,charge=mi,eps=0.05", "exact_steps:steps=2,lam=1,charge=mi,eps=0.05"):
+        attach(parse_policy(spec), denoiser=oracle).select(state)
+    assert seen == [0.05, 0.05]
+
+
+def test_exact_policies_name_what_is_wrong():
+    with pytest.raises(UnmaskError, match="^exact_prefix: charge must be one of mi, joint, influence, got 'entropy'$"):
+        parse_policy("exact_prefix:charge=entropy")
+    with pytest.raises(UnmaskError, match="^exact_steps: lam must be >= 0, got -1.0$"):
+        parse_policy("exact_steps:lam=-1")
+    _, state = copy_pair_state()
+    with pytest.raises(UnmaskError, match="^exact_steps needs the denoiser to probe$"):
+        parse_policy("exact_steps:steps=2,lam=1").select(state)
