@@ -67,14 +67,19 @@ def test_mi_budget_charges_the_least_certain_token_unlike_eb(lam):
     assert mi_greedy(h, state.masked, torch.zeros(1, 4, 4), gamma, lam)[0].tolist() == [True, True, False, False]
 
 
+def copy_pair_oracle() -> JointDenoiser:
+    """X1 = X2 uniform, X3 independent uniform, over 3 values."""
+    p = torch.zeros(3, 3, 3, dtype=torch.float64)
+    for x in range(3):
+        p[x, x, :] = 1 / 9
+    return JointDenoiser(p)
+
+
 @pytest.mark.parametrize("spec", ["mi_exact:gamma=10,lam=10", "influence_exact:gamma=10,lam=20"])
 def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv, spec):
     # X1 = X2 uniform, X3 independent uniform: λ = 0 reveals everything at once and breaks the copy.
     # Bug caught (influence_exact): the influence not charged (D = 2/3 here, so λ = 20 > (γ − 2 ln 3) / D).
-    p = torch.zeros(3, 3, 3, dtype=torch.float64)
-    for x in range(3):
-        p[x, x, :] = 1 / 9
-    oracle = JointDenoiser(p)
+    oracle = copy_pair_oracle()
     assert empirical_tv(oracle, "mi:gamma=10,lam=0", n=2000) > 0.4
     policy = attach(parse_policy(spec), denoiser=oracle)
     tokens = torch.full((2000, 3), oracle.mask_id)
@@ -92,10 +97,7 @@ def test_exact_steps_keeps_a_copied_pair_apart_at_the_same_passes(charge):
     # (λ = 0) takes X1 and X2 together (ties go to the lower position) and breaks the copy; the exact
     # charge takes X3 beside X1 instead. Bugs caught: the charge not applied, applied to the wrong
     # pair, or the pace changed (the passes stay exactly 2 either way).
-    p = torch.zeros(3, 3, 3, dtype=torch.float64)
-    for x in range(3):
-        p[x, x, :] = 1 / 9
-    oracle = JointDenoiser(p)
+    oracle = copy_pair_oracle()
     tokens = torch.full((300, 3), oracle.mask_id)
     logits, hidden = oracle(tokens[:1])
     state = DecodeState(tokens[:1], tokens[:1] == oracle.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
@@ -112,10 +114,7 @@ def test_exact_steps_probes_only_rows_with_a_choice_left():
     # Row 0 has all 3 cells masked, row 1 only X3: at 2 passes row 1's first step takes its one cell, so it
     # is never probed, while row 0 is probed at its first pass only. Bugs caught: probing every row (or
     # none), charging row 1 with row 0's probes, or results that depend on the batch.
-    p = torch.zeros(3, 3, 3, dtype=torch.float64)
-    for x in range(3):
-        p[x, x, :] = 1 / 9
-    oracle = JointDenoiser(p)
+    oracle = copy_pair_oracle()
     tokens = torch.full((2, 3), oracle.mask_id)
     tokens[1, :2] = torch.tensor([1, 1])
     policy = attach(parse_policy("exact_steps:steps=2,lam=1,charge=mi"), denoiser=oracle)
@@ -481,11 +480,8 @@ def test_mi_prefix_policy_stops_where_mi_passes_over():
 
 
 def copy_pair_state():
-    """X1 = X2 uniform, X3 independent uniform (equal entropies: entropy order X1, X2, X3), all masked."""
-    p = torch.zeros(3, 3, 3, dtype=torch.float64)
-    for x in range(3):
-        p[x, x, :] = 1 / 9
-    oracle = JointDenoiser(p)
+    """:func:`copy_pair_oracle` and its all-masked state (equal entropies: entropy order X1, X2, X3)."""
+    oracle = copy_pair_oracle()
     tokens = torch.full((1, 3), oracle.mask_id)
     logits, hidden = oracle(tokens)
     return oracle, DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
