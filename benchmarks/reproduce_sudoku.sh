@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Every step behind the shipped Sudoku model, its MI head, its order policy and the README's Sudoku
-# tables, in order. About 10 hours on 2 CPU cores for the 12-layer model (steps 1-2: 3.5 hours) and more
-# for the 24-layer one (its steps 3-8 decode with twice the layers; step 2 also needs a GPU for 10 minutes),
+# Every step behind the shipped Sudoku model (24 layers), its MI head, its order policy and the README's
+# tables for it, in order: steps 3-8 run the commands README.md gives for each table it reports on this
+# model (benchmarks/results/sudoku_policies.md and everything in benchmarks/results/sudoku_gpu/), with
+# the model and results folders below. By the README's timings steps 3-8 take about 13 hours on 2 CPU
+# cores (step 7 about 9 of them), and steps 1-2 3.5 hours on the CPU and 10 minutes on a GPU,
 # longer than one working session, so the script resumes:
 #   - a finished step leaves a stamp in $STAMPS/<model hash>/ (default runs/reproduce-sudoku) and is
 #     skipped on a rerun with the same model (delete the stamp to run it again); a new model (another
@@ -9,7 +11,9 @@
 #   - everything a step builds or trains goes to folders named after the model's hash, and the
 #     data builds and training runs inside a step resume what is there.
 # Step 2 is the recipe of the 24-layer model shipped now (a 6-layer run, 12 layers stacked from it, 24 from those):
-# shipping another model replaces it.
+# shipping another model replaces it. The 12-layer model's tables, directly in benchmarks/results/ (and
+# in benchmarks/results/learned_order/), are history this script no longer makes: the README gives the
+# command beside each of them, to be run with --model benchmarks/results/sudoku_candidate/12layer/model.
 #
 #   benchmarks/reproduce_sudoku.sh [FROM [TO]]   the steps FROM..TO (default 1..9; the data of step 1 is
 #                                           always made if missing, step 9 always runs); on a new
@@ -34,7 +38,8 @@ if [ -n "${MODEL:-}${RESULTS:-}" ]; then  # a candidate: its own model folder an
   [ -f "$MODEL/model.safetensors" ] || refuse "MODEL=$MODEL holds no model.safetensors"
 fi
 MODEL=${MODEL:-unmask/models/sudoku}  # the model measured (and, in step 2, trained)
-R=${RESULTS:-benchmarks/results}     # where the tables go
+R=${RESULTS:-benchmarks/results/sudoku_gpu}  # where its tables go
+TOP=${RESULTS:-benchmarks/results}  # where its policy table and the puzzles' rounds go (beside the 12-layer history)
 if [ -n "${RESULTS:-}" ]; then STAMPS=${STAMPS:-$R/stamps}; fi
 STAMPS=${STAMPS:-runs/reproduce-sudoku}  # where finished steps are stamped, per model hash
 
@@ -102,15 +107,24 @@ mdm() {
       --out benchmarks/results/sudoku_learning_curve
 }
 
-# 3. Baseline policies on both test sets.
-baselines() { run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$R"; }
+# 3. Baseline policies on both test sets (41.8 min on 2 cores; the README keeps this table beside the
+#    12-layer model's history, in benchmarks/results), then the entropy budget and top-k at few passes
+#    (10.2 min).
+baselines() {
+  run python benchmarks/sudoku_policies.py --model "$MODEL" --out "$TOP"
+  run python benchmarks/sudoku_policies.py --model "$MODEL" --policies mi:gamma=0.01,lam=0 mi:gamma=0.1,lam=0 mi:gamma=0.3,lam=0 \
+      mi:gamma=1,lam=0 mi:gamma=3,lam=0 topk:k=20 --out "$R"/low_nfe
+}
 
 # 4. The shipped MI head (relu link: it can charge a pair exactly 0): exact-MI rows (16 random masked cells
 #    per state) at states along sequential and along parallel trajectories (the entropy budget γ = 1) of
-#    training puzzles, 5,000 of each in two builds apiece (1,500 + 3,500: the first two were the 3,000-state
-#    head's data; about 110 core-minutes in all on the 24-layer model), the head fitted for 12,000 steps (3,000 rank
-#    the pairs that matter at 0.664 instead of 0.676) and saved into the model's folder; then how negative the exact MI gets and what the head charges, on 1,200 states from the first
-#    2,000 training puzzles (about 18 minutes on one thread for the 12-layer model).
+#    training puzzles, 5,000 of each in two builds apiece (1,500 + 3,500: the first two were the data of
+#    the 3,000-state head shipped before it; about 110 core-minutes in all), the head fitted to all 10,000
+#    states for 12,000 steps and saved into the model's folder (it ranks the pairs that matter at 0.68, and
+#    at 0.77 where both rows were computed; the README reports the same data fitted for 3,000 steps at
+#    0.66 and 0.77, that head kept in benchmarks/results/sudoku_gpu/head-10k by step 6); then how negative
+#    the exact MI gets and what the head charges, on 1,200 states of sequential trajectories of the first
+#    2,000 training puzzles (12.3 min on 2 cores).
 HEAD_BUILDS=("seq sequential 1 1500" "par mi:gamma=1,lam=0 2 1500" "seq sequential 3 3500" "par mi:gamma=1,lam=0 4 3500")  # kind, policy, seed, states
 head_dir() {  # head_dir KIND SEED: the folder of one build (the first two were named without their seed)
   if [ "$2" -le 2 ]; then echo "data/mi/sudoku-head-$1-$H"; else echo "data/mi/sudoku-head-$1$2-$H"; fi
@@ -124,6 +138,7 @@ head_data() {  # HEAD_DIRS=(DIR ...), HEAD_DATA=(--data DIR ...): every build of
     HEAD_DATA+=(--data "${HEAD_DIRS[-1]}")
   done
 }
+mi_stats_dir() { echo "runs/sudoku_mi_stats-$H"; }  # the states of the statistics (step 4), the head's cost read them (step 6)
 shipped_head() {
   local kind policy seed states
   for b in "${HEAD_BUILDS[@]}"; do
@@ -133,84 +148,117 @@ shipped_head() {
   done
   head_data
   run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --steps 12000 --out "$MODEL"
-  run python benchmarks/sudoku_mi_stats.py --model "$MODEL" --out "$R"
+  run python benchmarks/sudoku_mi_stats.py --model "$MODEL" --workers 2 --threads 2 --states-dir "$(mi_stats_dir)" --out "$R"
 }
 
-# 5. Choose γ, λ on validation puzzles (the defaults of `mi` come from this table), then test.
+# 5. Choose γ, λ on 200 validation puzzles of each kind (the defaults of `mi` come from this table; 14 min),
+#    then test, the baseline rows taken from step 3's table (20.0 min on 2 cores).
 mi_tables() {
-  run python benchmarks/sudoku_mi.py --model "$MODEL" --sets val-kaggle --n 200 --exact-n 0 \
-      --gammas 0.01 0.03 0.1 0.3 --lams 2 5 --out "$R"/tuning
-  run python benchmarks/sudoku_mi.py --model "$MODEL" --gammas 0.01 0.03 0.1 --lams 2 --out "$R"
+  run python benchmarks/sudoku_mi.py --model "$MODEL" --sets val-kaggle val-hard --n 200 --exact-n 0 \
+      --gammas 0.01 0.03 0.1 0.3 1 --lams 2 5 --out "$R"/tuning
+  run python benchmarks/sudoku_mi.py --model "$MODEL" --gammas 0.01 0.03 0.1 --lams 2 --out "$R" \
+      --baselines "$TOP"/sudoku_policies.json
   # (The "(first 20)" exact-MI rows alone: python benchmarks/sudoku_mi.py --only-exact --threads 1.)
 }
 
-# 6. The shipped head's calibration (a copy of the head beside the tables measured with it), the same
-#    head fitted to DEMASK's influence D on the same states (2 min), the head's cost on a core of its
-#    own, and what else a head could read.
+# 6. The heads beside the tables measured with them: a copy of the shipped head, the 3,000-state head
+#    shipped before it (the first two builds of step 4, 3,000 steps), the 10,000 states fitted for
+#    3,000 steps, and the same fitted to DEMASK's influence D (the D head; each fit about 2 min); the
+#    shipped head's calibration against the 3,000-state one, and its cost on a core of its own (one
+#    thread, nothing else running) on step 4's statistics states.
+keep_head() {  # keep_head RUN DIR: the head a fit left in RUN, copied into DIR
+  run mkdir -p "$2"
+  run cp "$1"/mi_head.json "$1"/mi_head.safetensors "$2"/
+}
 relu_head() {
   head_data
   run mkdir -p "$R"/sudoku_head_relu
   run cp "$MODEL"/mi_head.json "$MODEL"/mi_head.safetensors "$R"/sudoku_head_relu/
-  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --out "$R"/sudoku_head_calibration
+  run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]:0:4}" --steps 3000 --out runs/mi-head-3k-$H
+  keep_head runs/mi-head-3k-$H "$R"/head-3k
+  run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --steps 3000 --out runs/mi-head-10k-$H
+  keep_head runs/mi-head-10k-$H "$R"/head-10k
   run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --out runs/mi-head-influence-$H --steps 3000 --target influence
-  run mkdir -p "$R"/sudoku_head_influence
-  run cp runs/mi-head-influence-$H/mi_head.json runs/mi-head-influence-$H/mi_head.safetensors "$R"/sudoku_head_influence/
-  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_influence --old "$R"/sudoku_head_relu \
-      --out "$R"/sudoku_head_influence_calibration
-  run python benchmarks/mi_head_cost.py "$R"/sudoku_head_relu "$MODEL" --out "$R"/mi_head_cost \
-      --data "${HEAD_DIRS[@]}"                                                      # one thread, nothing else running
-  run python benchmarks/mi_head_variants.py --model "$MODEL" --data "${HEAD_DIRS[@]}" \
-      --out "$R"/mi_head_variants                                            # what else the head could read
-  run python benchmarks/mi_head_variants.py --model "$MODEL" --data "${HEAD_DIRS[@]}" \
-      --target joint --out "$R"/mi_head_variants_joint                       # the same heads on the probe-joint MI J
+  keep_head runs/mi-head-influence-$H "$R"/head-influence-10k
+  run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --old "$R"/head-3k --out "$R"/sudoku_head_calibration
+  run python benchmarks/mi_head_cost.py "$MODEL" "$MODEL" --data "$(mi_stats_dir)" --out "$R"/mi_head_cost
 }
 
-# 7. Exact MI that scales (83 min on one core), the low-NFE frontier (about 140 min; 84 more for
-#    the larger oracle), why its parallel decodes fail (13 min on two cores), the MI charge at a fixed
-#    number of passes (17 min on two cores), the passes the puzzles allow (seconds), the MI map.
+# 7. Exact MI that scales (16.5 min on one thread); the frontier on 150 puzzles per set, family by family and
+#    oracle by oracle (about 5 hours on 2 cores, the runs in the order that made the file), and on 300
+#    (1.5 hours); the prefix rule's gaps with bootstrap intervals on all of test-hard (69.8 min); why the
+#    parallel decodes fail (6.8 min); the charge at a fixed number of passes (16.6 min, its exact-charge
+#    oracle 58.9 min, then its tables beside the 300-puzzle frontier) and what it fails through (2.2 min);
+#    the passes the puzzles allow (seconds; no model, a table beside the policy table).
 exact_and_frontier() {
-  run python benchmarks/exact_mi_scaling.py --model "$MODEL" --out "$R"
-  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 50 --out "$R" \
-      --influence-head "$R"/sudoku_head_influence                              # (D-head rule families 35 min on one core, paced ones 5 on two)
-  run python benchmarks/sudoku_frontier.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --exact-n 150 --out "$R" \
-      --oracle-sets test-hard --oracle-only "entropy budget" "exact MI λ=2"      # the oracle on 150 test-hard puzzles (84 min)
-  run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R"
-  run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_influence --n 300 --threads 2 --out "$R" \
-      --name sudoku_failures_dhead                                           # the same with the D head
-  run python benchmarks/sudoku_fixed_steps.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 300 --threads 2 --out "$R" \
-      --influence-head "$R"/sudoku_head_influence                              # the charge at matched passes (17 min)
-  run python benchmarks/sudoku_rounds.py --out "$R"
-  run unmask mi map --task sudoku --model "$MODEL" --examples data/sudoku/test-kaggle.csv --index 3 --cell 1,1 --joint \
-      --out "$R"/sudoku_mi_map.png
+  local F=(python benchmarks/sudoku_frontier.py --model "$MODEL" --n 150 --threads 2 --out "$R")
+  local D="$R"/head-influence-10k G18=(0.01 0.03 0.1 0.3 0.5 0.7 1 1.5 2 2.5 3 4 5 7 10 15 30 100)
+  run python benchmarks/exact_mi_scaling.py --model "$MODEL" --n 20 --eps 3e-4 1e-3 1e-2 1e-1 --skip 1e-3 --skip-eps 3e-4 1e-3 \
+      --out "$R"
+  run rm -f "$R"/sudoku_frontier.json  # the file starts afresh, as it did (its first run, a full one, refuses to drop an old file's D-head rows)
+  run "${F[@]}" --exact-n 0 --quick                                            # every family, every other point: 25.7 min
+  run "${F[@]}" --families "entropy budget"                                    # its whole sweep: 1.1 min
+  run "${F[@]}" --exact-n 100 --oracle-sets test-hard --oracle-only "entropy budget" "exact MI λ=2" \
+      --exact-gammas 0.3 1 2 3 --threads 1                                     # the exact-MI oracle: 68.1 min on one core
+  run "${F[@]}" --families "MI head λ=0.5" "MI head λ=2" demask "paced, MI head λ=1"                 # 12.0 min
+  run "${F[@]}" --influence-head "$D" --families "D head λ=2" "D head λ=8" "demask, D head" "paced, D head λ=0.5" \
+      "paced, D head λ=2"                                                      # the D head: 14.3 min
+  run "${F[@]}" --exact-n 100 --oracle-sets test-hard --oracle-only "entropy budget" "exact influence λ=2" \
+      --exact-gammas 0.3 1 2 3                                                 # exact influence: 52 min
+  run "${F[@]}" --influence-head "$D" --extend --families "entropy budget" "MI head λ=0.5" "MI head λ=2" "D head λ=2" \
+      "D head λ=8" "paced, MI head λ=1" "paced, D head λ=0.5" "paced, D head λ=2"   # γ = 10-100 alone: 1.8 min
+  run "${F[@]}" --exact-n 100 --oracle-sets test-kaggle --oracle-only "entropy budget" "exact MI λ=2" "exact influence λ=2" \
+      --exact-gammas 1 3 10 30 100                                             # the oracles on test-kaggle: 30 min
+  run "${F[@]}" --exact-n 100 --oracle-sets test-kaggle --oracle-only "entropy budget" \
+      --exact-gammas 0.01 0.03 0.1 0.3 1 3 10 30 100                           # the budget there from γ = 0.01: 0.2 min
+  run "${F[@]}" --oracle-only "entropy budget" "exact influence prefix λ=8" --exact-n 100 --oracle-sets test-hard \
+      --exact-gammas 2 5 10                                                    # 33 min
+  run "${F[@]}" --oracle-only "exact MI prefix λ=2" --exact-n 100 --oracle-sets test-hard --exact-gammas 1 2   # 24 min
+  run "${F[@]}" --oracle-only "entropy budget" --exact-n 150 --oracle-sets test-hard --exact-gammas 0.3 1 2 3
+  run "${F[@]}" --oracle-only "exact MI prefix λ=2" --exact-n 150 --oracle-sets test-hard --exact-gammas 1    # the two: 31 min
+  run "${F[@]}" --families "prefix, MI head λ=2"                               # 2.3 min
+  run "${F[@]}" --families "entropy budget" --extend                           # the budget's finer points: 0.9 min
+  run "${F[@]}" --oracle-only "entropy budget" --exact-n 150 --oracle-sets test-hard --exact-gammas "${G18[@]}"  # 2.0 min
+  run "${F[@]}" --oracle-only "entropy budget" --exact-n 100 --oracle-sets test-hard --exact-gammas "${G18[@]}"  # 1.3 min
+  local F300=("${F[@]}" --n 300 --name sudoku_frontier_300)
+  run rm -f "$R"/sudoku_frontier_300.json  # afresh too (a run keeps the rows of the families it does not measure)
+  run "${F300[@]}" --influence-head "$D" --families "entropy budget" "MI head λ=0.5" "MI head λ=2" "D head λ=8" \
+      "demask, D head"                                                         # 32 min
+  run "${F300[@]}" --influence-head "$D" --extend --families "entropy budget" "MI head λ=0.5" "MI head λ=2" "D head λ=8"  # 2.0 min
+  run "${F300[@]}" --influence-head "$D" --families "prefix, D head λ=2" "prefix, D head λ=8"         # 12.7 min
+  run "${F300[@]}" --families "prefix, MI head λ=2" "prefix, MI head λ=8"                            # 16.8 min
+  run "${F300[@]}" --families "prefix, MI head λ=0.5" "prefix, MI head λ=1" "prefix, MI head λ=4"    # 21 min
+  run "${F300[@]}" --families "entropy budget" --extend                        # the budget's finer points: 2.3 min
+  run python benchmarks/sudoku_prefix_gap.py --model "$MODEL" --threads 2 --lams 2 --exact-n 300 --out "$R"
+  run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 150 --threads 2 --out "$R"
+  local S=(python benchmarks/sudoku_fixed_steps.py --model "$MODEL" --influence-head "$D" --n 300
+           --steps-kaggle 2 3 --steps-hard 3 4 5 6 8 10 --threads 2 --out "$R")
+  run "${S[@]}"
+  run "${S[@]}" --exact-only --exact-n 100 --exact-lams 0.1 1                # exact D and exact I charged: 58.9 min
+  run "${S[@]}" --tables-only --frontier sudoku_frontier_300                  # beside the 300-puzzle frontier (last: a run compares
+                                                                               # with its --frontier, sudoku_frontier by default)
+  run python benchmarks/sudoku_failures.py --model "$MODEL" --n 150 --families "entropy order, fixed passes" \
+      "MI head λ=1, fixed passes" --culprits --threads 2 --out "$R" --name sudoku_failures_fixed
+  run python benchmarks/sudoku_rounds.py --out "$TOP"
 }
 
-# 8. Learned orders: the shipped policy (c = 0.2, 36 min on one core) and c = 1 (29 min), the plain-ELBO
-#    one (τ = 1, budget 8, 42 min), then their tables (12 min).
+# 8. The learned order shipped beside the model (T = 10, τ = 0.1, step cost c = 0.2, 800 steps: 21.8 min on
+#    one core), its learning curve, then its table against the heuristics at budgets 2-10 (14 min on 2 cores).
 train_order() {  # train_order OUT ARGS...: a learned-order run, resumed where it is
   local out=$1; shift
   resumable "$out" unmask sudoku train-order --model "$MODEL" --data data/sudoku/train-2k.csv --val data/sudoku/val-kaggle-200.csv \
       --val-n 100 --out "$out" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "$@"
 }
 learned_orders() {
-  local c P="$R"/learned_order/policies
-  for c in 0.2 1; do
-    train_order runs/order-sudoku-tau0.1-c$c-$H --budget 10 --tau 0.1 --step-cost $c --steps 800
-  done
-  # The plain-ELBO policy was trained to step 400 and resumed with --steps 1200 (a stretched schedule).
-  [ -f runs/order-sudoku-T8-$H/checkpoint.pt ] || train_order runs/order-sudoku-T8-$H --budget 8 --steps 400
-  train_order runs/order-sudoku-T8-$H --budget 8 --steps 1200
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-T8-$H "$P"/sudoku-plain
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c1-$H "$P"/sudoku-tau0.1-c1
-  run python benchmarks/keep_order_policy.py runs/order-sudoku-tau0.1-c0.2-$H "$P"/sudoku-tau0.1-c0.2
+  local P="$R"/learned_order/policies out=runs/order-sudoku-tau0.1-c0.2-$H
+  train_order "$out" --budget 10 --tau 0.1 --step-cost 0.2 --steps 800
+  run python benchmarks/keep_order_policy.py "$out" "$P"/sudoku-tau0.1-c0.2
   run cp "$P"/sudoku-tau0.1-c0.2/order_policy.json "$P"/sudoku-tau0.1-c0.2/order_policy.safetensors "$MODEL"/
   run mkdir -p "$R"/learned_order/runs
-  for run_name in T8 tau0.1-c0.2 tau0.1-c1; do  # their logs, and the shipped policy's curve
-    run cp runs/order-sudoku-$run_name-$H/log.jsonl "$R"/learned_order/runs/sudoku-$run_name.jsonl
-  done
-  run python benchmarks/order_curve.py runs/order-sudoku-tau0.1-c0.2-$H --out "$R"/learned_order/sudoku/curve
-  run python benchmarks/learned_order.py --task sudoku --model "$MODEL" --n 200 --untrained \
-      --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv \
-      --learned plain="$P"/sudoku-plain c1="$P"/sudoku-tau0.1-c1 --out "$R"/learned_order/sudoku
+  run cp "$out"/log.jsonl "$R"/learned_order/runs/sudoku-tau0.1-c0.2.jsonl  # its log, and its curve
+  run python benchmarks/order_curve.py "$out" --out "$R"/learned_order/sudoku/curve
+  run python benchmarks/learned_order.py --task sudoku --model "$MODEL" --n 200 --untrained --budgets 2 3 4 5 10 \
+      --sets test-kaggle=data/sudoku/test-kaggle.csv test-hard=data/sudoku/test-hard.csv --out "$R"/learned_order/sudoku
 }
 
 

@@ -42,7 +42,8 @@ from unmask.io import atomic_write
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data
 from unmask.mi.estimator import load_head
 from unmask.mi.fit import consistency, hidden_states
-from unmask.model import load_model
+from unmask.model import WEIGHTS_FILE, load_model
+from unmask.runs import file_digest
 from unmask.tasks.sudoku.data import read_puzzles, to_tokens
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of unmask mi data (prompt, step and row choice)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--workers", type=int, default=1, help="processes building the exact-MI states")
-    p.add_argument("--states-dir", type=Path, help="where the exact-MI states are built and kept (default: runs/sudoku_mi_stats/<hash of the inputs>)")
+    p.add_argument("--states-dir", type=Path, help="where the exact-MI states are built and kept (default: runs/sudoku_mi_stats/<hash of the inputs and the model's weights>)")
     p.add_argument("--out", default="benchmarks/results", type=Path)
     args = p.parse_args(argv)
     if not args.examples.is_file():
@@ -80,8 +81,9 @@ def main(argv: list[str] | None = None) -> None:
     prompts = to_tokens(read_puzzles(args.examples).quizzes)
     cfg = MIDataConfig(states=args.states, shard_size=100, rows=0, eps=1e-3, policy="sequential", seed=args.seed)
     source = {"model": shown_path(args.model), "examples": shown_path(args.examples)}
+    weights = file_digest(Path(args.model) / WEIGHTS_FILE)  # in the folder's name: another model in the same path builds anew
     states_dir = args.states_dir or Path("runs/sudoku_mi_stats") / hashlib.sha256(
-        json.dumps([source, args.states, args.seed]).encode()).hexdigest()[:12]
+        json.dumps([source, weights, args.states, args.seed]).encode()).hexdigest()[:12]
     try:  # shard by shard: a killed run resumes, a rerun with the same inputs reuses them
         build_mi_data(partial(load_model, args.model, task="sudoku"), prompts, cfg, states_dir, workers=args.workers, source=source)
         data = load_mi_data(states_dir)

@@ -28,6 +28,30 @@ def shipped_hash() -> str:
     return file_digest(ROOT / "unmask" / "models" / "sudoku" / "model.safetensors")
 
 
+def dry_commands(stdout: str) -> list[list[str]]:
+    """The commands a dry run prints, as words."""
+    import shlex
+
+    return [shlex.split(line) for line in stdout.splitlines() if line.startswith("  ")]
+
+
+def option(words: list[str], name: str) -> str | None:
+    """The value of option ``name`` in a command's words (the last one given wins, as with argparse)."""
+    values = [words[i + 1] for i, w in enumerate(words[:-1]) if w == name]
+    return values[-1] if values else None
+
+
+def written(commands: list[list[str]]) -> set[str]:
+    """The results files (without suffix) the benchmarks among ``commands`` write: OUT/NAME (NAME: --name or
+    the script's own name) for a benchmark writing into a folder, OUT itself for one taking a path prefix."""
+    out = set()
+    for words in commands:
+        if words[0] == "python" and words[1].startswith("benchmarks/") and option(words, "--out"):
+            folder = option(words, "--out")
+            out |= {f"{folder}/{option(words, '--name') or Path(words[1]).stem}", folder}
+    return out
+
+
 def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(tmp_path):
     import re
 
@@ -42,17 +66,72 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     data = "".join(rf"--data {b}-{h} " for b in builds)  # 10,000 states, half of them along parallel trajectories
     assert re.search(rf"{data}--steps 12000 --out unmask/models/sudoku\n", r.stdout)
     assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)  # the D head, same states
-    assert "mi_head_calibration.py benchmarks/results/sudoku_head_relu" in r.stdout  # the shipped head's copy
-    assert re.search(r"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors benchmarks/results/sudoku_head_relu/", r.stdout)
+    gpu = "benchmarks/results/sudoku_gpu"  # the 24-layer model's tables (benchmarks/results itself: the 12-layer model's)
+    first = "".join(rf"--data {b}-{h} " for b in builds[:2])  # the 3,000-state head shipped before: the first two builds
+    assert re.search(rf"--model unmask/models/sudoku {first}--steps 3000 --out runs/mi-head-3k-{h}\n", r.stdout)
+    assert re.search(rf"{data}--steps 3000 --out runs/mi-head-10k-{h}\n", r.stdout)  # the same data, 3,000 steps
+    for run, kept in (("3k", "head-3k"), ("10k", "head-10k"), ("influence", "head-influence-10k")):
+        assert f"cp runs/mi-head-{run}-{h}/mi_head.json runs/mi-head-{run}-{h}/mi_head.safetensors {gpu}/{kept}/\n" in r.stdout
+    assert re.search(rf"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors {gpu}/sudoku_head_relu/\n", r.stdout)
+    assert (f"mi_head_calibration.py {gpu}/sudoku_head_relu --old {gpu}/head-3k --out {gpu}/sudoku_head_calibration\n"
+            in r.stdout)  # the shipped head's copy against the one before it
+    # its cost on the states the statistics run of step 4 built (a folder named after the model)
+    assert f"--states-dir runs/sudoku_mi_stats-{h} --out {gpu}\n" in r.stdout
+    assert f"mi_head_cost.py unmask/models/sudoku unmask/models/sudoku --data runs/sudoku_mi_stats-{h} " in r.stdout
+    assert r.stdout.index("sudoku_mi_stats.py --model") < r.stdout.index("mi_head_cost.py")
     states = {int(n) for n in re.findall(r"--states (\d+) --shard-size 100 --rows 16 --policy mi:gamma=1\\,lam=0", r.stdout)}
     assert states == {1500, 3500}
-    for out in (*builds, "runs/order-sudoku-tau0.1-c0.2", "runs/order-sudoku-tau0.1-c1", "runs/order-sudoku-T8"):
+    for out in (*builds, "runs/order-sudoku-tau0.1-c0.2"):
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
-    for kept in ("sudoku-plain", "sudoku-tau0.1-c1", "sudoku-tau0.1-c0.2"):  # every policy the tables read is retrained
-        assert re.search(rf"keep_order_policy.py runs/\S+-{h} \S+/{kept}\n", r.stdout), kept
-    if not (ROOT / "runs" / f"order-sudoku-T8-{h}" / "checkpoint.pt").exists():  # (a local run past stage 1 skips it)
-        assert re.search(rf"--budget 8 --steps 400\n.*--out runs/order-sudoku-T8-{h} .*--budget 8 --steps 1200\n", r.stdout)
+    # the policy the tables read is retrained (the 12-layer model's plain-ELBO and c = 1 policies are history)
+    assert re.findall(r"keep_order_policy.py runs/(\S+) (\S+)\n", r.stdout) == [
+        (f"order-sudoku-tau0.1-c0.2-{h}", f"{gpu}/learned_order/policies/sudoku-tau0.1-c0.2")]
     assert not any(tmp_path.iterdir())  # a dry run stamps nothing
+
+
+def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_model(tmp_path):
+    # Bugs caught: a default results folder other than benchmarks/results/sudoku_gpu (the README's tables
+    # of the 24-layer model would not be remade, or the 12-layer model's history in benchmarks/results
+    # overwritten), a README table no step makes, a frontier run of its own file missing, a step reading a
+    # head folder no earlier step makes, the fixed-pass tables left beside the 150-puzzle frontier.
+    import re
+
+    r = reproduce("3", "8", stamps=tmp_path)
+    assert r.returncode == 0, r.stderr
+    commands = dry_commands(r.stdout)
+    made = written(commands)
+    readme = (ROOT / "README.md").read_text()
+    marked = {w.removesuffix(Path(w).suffix) for m in re.findall(r"<!--\s*results:\s*(.*?)\s*-->", readme)
+              for w in m.split() if w.startswith("benchmarks/results/sudoku_gpu/")}
+    assert len(marked) >= 12  # (every table of the 24-layer model's sections)
+    assert sorted(marked - made) == []
+    assert "benchmarks/results/sudoku_policies" in made  # the policy table, read by step 5's --baselines
+    gpu = "benchmarks/results/sudoku_gpu"
+    benchmarks = [w for w in commands if w[0] == "python" and w[1].startswith("benchmarks/") and option(w, "--out")]
+    for words in benchmarks:  # nothing of the 12-layer history in benchmarks/results is rewritten
+        out = option(words, "--out")
+        assert out.startswith(f"{gpu}/") or out == gpu or (
+            out == "benchmarks/results" and words[1] in ("benchmarks/sudoku_policies.py", "benchmarks/sudoku_rounds.py")), words
+    frontier = [w for w in commands if w[1:2] == ["benchmarks/sudoku_frontier.py"]]
+    f = ["--model", "unmask/models/sudoku", "--n", "150", "--threads", "2", "--out", gpu]  # the README's $F
+    assert len(frontier) == 23 and all(w[2:10] == f for w in frontier)
+    assert sum(option(w, "--name") == "sudoku_frontier_300" and option(w, "--n") == "300" for w in frontier) == 6
+    for name in ("sudoku_frontier", "sudoku_frontier_300"):  # each file starts afresh, with a full or entropy-budget run
+        runs = [i for i, w in enumerate(commands) if w[1:2] == ["benchmarks/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
+        assert commands[runs[0] - 1] == ["rm", "-f", f"{gpu}/{name}.json"]
+    heads = {option(w, "--influence-head") for w in commands} | {option(w, "--head") for w in commands} | {
+        option(w, "--old") for w in commands}
+    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k"}
+    for head in heads - {None}:  # copied into place by step 6, before step 7 reads it
+        copied = [i for i, w in enumerate(commands) if w[0] == "cp" and w[-1] == f"{head}/"]
+        read = [i for i, w in enumerate(commands) if head in w and w[0] != "cp" and w[:2] != ["mkdir", "-p"]]
+        assert copied and copied[0] < min(read), head
+    fixed = [w for w in commands if w[1:2] == ["benchmarks/sudoku_fixed_steps.py"]]
+    assert [option(w, "--exact-n") for w in fixed] == [None, "100", None]
+    assert "--tables-only" in fixed[-1] and option(fixed[-1], "--frontier") == "sudoku_frontier_300"
+    assert all(option(w, "--influence-head") == f"{gpu}/head-influence-10k" for w in fixed)
+    mi = [w for w in commands if w[1:2] == ["benchmarks/sudoku_mi.py"]]
+    assert option(mi[-1], "--baselines") == "benchmarks/results/sudoku_policies.json"
 
 
 def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
@@ -64,7 +143,7 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
-    assert "unmask mi data" not in r.stdout and "sudoku_mi_stats" not in r.stdout  # (step 6 reads step 4's data)
+    assert "unmask mi data" not in r.stdout and "sudoku_mi_stats.py" not in r.stdout  # (step 6 reads step 4's data)
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
     assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
 
@@ -154,6 +233,8 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
             assert out and out.group(1).startswith((results, "runs/")), c
     assert f"--steps 12000 --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
     assert f"order_policy.safetensors {model}/\n" in r.stdout
+    assert f"--baselines {results}/sudoku_policies.json" in r.stdout  # the candidate's own policy table
+    assert re.search(rf"--data runs/sudoku_mi_stats-[0-9a-f]{{16}} --out {re.escape(results)}/mi_head_cost\n", r.stdout)  # its own states
     assert not (tmp_path / "unused").exists()
     import hashlib
 

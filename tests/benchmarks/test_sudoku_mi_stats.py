@@ -63,3 +63,31 @@ def test_mi_stats_refuses_bad_input_in_one_line(tmp_path, sudoku_benchmark_input
         stats.main(["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--states", "3",
                     "--states-dir", str(states), "--out", str(tmp_path / "out")])
     assert e.value.code == 2 and "MI data built with other" in capsys.readouterr().err
+
+
+def test_mi_stats_builds_anew_for_another_model_in_the_same_folder(tmp_path, sudoku_benchmark_inputs, monkeypatch):
+    # Bug caught: the default states folder named after the model's path alone, so a model shipped into
+    # the same folder would find the old model's states there (and be refused, or time the wrong states).
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from unmask.model import WEIGHTS_FILE
+
+    stats = load_script("sudoku_mi_stats")
+    model_src, data = sudoku_benchmark_inputs
+    model_dir = tmp_path / "copied-model"
+    shutil.copytree(model_src, model_dir)
+    monkeypatch.chdir(tmp_path)  # the default folder is runs/sudoku_mi_stats/<hash> under the working directory
+    argv = ["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--states", "2", "--out", str(tmp_path / "out")]
+    stats.main(argv)
+    (first,) = (tmp_path / "runs" / "sudoku_mi_stats").iterdir()
+    weights = load_file(model_dir / WEIGHTS_FILE)
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + 0.01  # another model, same folder, same shapes
+    save_file(weights, model_dir / WEIGHTS_FILE)
+    stats.main(argv)
+    folders = sorted((tmp_path / "runs" / "sudoku_mi_stats").iterdir())
+    assert len(folders) == 2 and first in folders
+    stats.main(argv)  # the same model again: its folder is reused, no third one
+    assert len(list((tmp_path / "runs" / "sudoku_mi_stats").iterdir())) == 2
