@@ -122,11 +122,15 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
                    "--out", str(tmp_path / "out" / "v")])
     result = json.loads((tmp_path / "out" / "v.json").read_text())
     rows = {r["head"]: r for r in result["rows"]}
-    assert len(rows) == 8 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
+    assert len(rows) == 10 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
     first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
     assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
     assert first["parameters"] == both_only["parameters"] and both_only["fitted_pairs"] < first["fitted_pairs"]
+    scaled = rows["mi train's, fitted on log(1 + I/0.01)"]  # mi train's fit with --scale 0.01
+    _, on_scale = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, scale=0.01), progress=False)
+    assert scaled["mse"] == pytest.approx(on_scale["mse"], rel=1e-4) and scaled["mse"] != first["mse"]
+    assert rows["mi train's, + P(X_i | C) and its entropy, fitted on log(1 + I/0.01)"]["mse"] != rows["mi train's, + P(X_i | C) and its entropy"]["mse"]
     from unmask.mi.fit import evaluate_head, pair_mask, split, targets
 
     head, _ = fit_head(load_model(model_dir), data := load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)

@@ -459,3 +459,40 @@ def test_median_time_is_the_median_of_the_measured_calls(monkeypatch):
         clock[0] += next(durations)
 
     assert median_time(fn, 5) == 3.0
+
+
+class ConstantHead(torch.nn.Module):
+    """One learnt charge c ≥ 0 for every pair: a head whose MSE optimum is known in closed form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = torch.nn.Parameter(torch.tensor(0.3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c.abs().expand(x.shape[0], x.shape[1], x.shape[1])
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.01])
+def test_fit_pairs_fits_on_the_scale_asked(scale):
+    # Bugs caught: HeadTrainConfig.scale ignored by fit_pairs (plain MSE either way), the compression
+    # applied to the head's output alone or to the target alone, negative exact MI not taken as 0.
+    from unmask.mi.fit import compress, fit_pairs
+
+    target = torch.tensor([0.01] * 8 + [1.0, -0.2]).reshape(1, 10, 1).expand(1, 10, 10)  # (1, 10, 10): row i's pairs all at t_i
+    pairs = ~torch.eye(10, dtype=torch.bool)[None]
+    cfg = HeadTrainConfig(steps=600, batch_size=1, lr=0.02, scale=scale)
+    head = fit_pairs(ConstantHead(), torch.zeros(1, 10, 3), target.contiguous(), pairs, torch.arange(1), cfg, progress=False)
+    t = torch.tensor([0.01] * 8 + [1.0, -0.2])
+    if scale == 0:
+        want = float(t.mean())  # plain MSE: the mean, pulled up by the one pair at 1 nat
+    else:  # the mean on the compressed scale, mapped back; -0.2 counts as 0
+        want = float(scale * torch.expm1(torch.log1p(t.clamp_min(0) / scale).mean()))
+    assert float(head.c.detach().abs()) == pytest.approx(want, rel=0.02)
+    assert torch.equal(compress(torch.tensor([-1.0, 0.0, 0.5]), 0.0), torch.tensor([-1.0, 0.0, 0.5]))  # scale 0: the MI itself
+    assert compress(torch.tensor([-1.0, 0.0]), 0.1).tolist() == [0.0, 0.0]
+
+
+def test_a_negative_scale_is_refused_in_one_line():
+    for bad in (-0.01, float("nan")):
+        with pytest.raises(UnmaskError, match=r"^scale must be >= 0 nats, got "):
+            HeadTrainConfig(scale=bad)

@@ -31,6 +31,7 @@ class HeadTrainConfig:
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
     target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint; "influence": DEMASK's D
+    scale: float = 0.0  # c in nats: 0 fits the MI itself by MSE; c > 0 fits log(1 + I/c) (I below 0 as 0), relative errors alike above c
     seed: int = 0  # init and batch order
 
     def __post_init__(self) -> None:
@@ -38,6 +39,8 @@ class HeadTrainConfig:
             raise UnmaskError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
         if self.target not in TARGETS:
             raise UnmaskError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
+        if not self.scale >= 0:  # (NaN refused too)
+            raise UnmaskError(f"scale must be >= 0 nats, got {self.scale}")
 
 
 TARGETS = {"raw": "mi", "joint": "joint", "influence": "influence"}  # HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
@@ -113,18 +116,25 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
 
 def fit_pairs(head: nn.Module, x: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, train: torch.Tensor,
               cfg: HeadTrainConfig, progress: bool = True) -> nn.Module:
-    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` by MSE over the ``pairs`` ``(S, L, L)`` of the
+    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` by MSE (on :func:`compress`'s scale) over the ``pairs`` ``(S, L, L)`` of the
     ``train`` states (Adam, warm-up-free cosine; batches drawn from ``cfg.seed``); returns it in eval mode."""
     opt = adamw(head, cfg.lr)  # no weight decay: Adam
     gen = torch.Generator().manual_seed(cfg.seed)
     for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
         set_lr(opt, warmup_cosine(step, cfg.steps, cfg.lr, warmup=0, min_ratio=0.1))
         idx = train[torch.randint(len(train), (min(cfg.batch_size, len(train)),), generator=gen)]
-        loss = ((head(x[idx]) - target[idx]) ** 2)[pairs[idx]].mean()
+        loss = ((compress(head(x[idx]), cfg.scale) - compress(target[idx], cfg.scale)) ** 2)[pairs[idx]].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
     return head.eval()
+
+
+def compress(mi: torch.Tensor, scale: float) -> torch.Tensor:
+    """The scale an MI head is fitted on: the MI itself (``scale`` 0), else log(1 + max(I, 0)/scale),
+    on which a pair at 0.02 nats and one at 0.5 weigh alike by their relative error (the pairs that
+    matter span two decades; plain MSE is ruled by the largest)."""
+    return torch.log1p(mi.clamp_min(0) / scale) if scale > 0 else mi
 
 
 def split(data: dict[str, torch.Tensor], val_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
