@@ -35,7 +35,7 @@ from unmask.decode.loop import DecodeResult
 from unmask.denoiser import Denoiser, never_mask
 from unmask.eval import decode_all, markdown_table, shown_path
 from unmask.io import atomic_write
-from unmask.mi.estimator import load_head
+from unmask.mi.estimator import load_head, predicted_values
 from unmask.mi.exact import exact_mi
 from unmask.model import load_model
 from unmask.plots import plot_pareto
@@ -142,7 +142,8 @@ def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-
     for lo in range(0, len(grids), chunk):
         g = grids[lo : lo + chunk].to(denoiser.device)
         with torch.no_grad():
-            scores["head"][lo : lo + chunk] = head(denoiser(g).hidden.float()).double().cpu()
+            out = denoiser(g)
+            scores["head"][lo : lo + chunk] = head(out.hidden.float(), predicted_values(out.logits, denoiser.mask_id)).double().cpu()
         exact = exact_mi(denoiser, g, eps=eps)
         scores["exact I"][lo : lo + chunk] = exact.symmetric.clamp_min(0).cpu()
         scores["exact J"][lo : lo + chunk] = exact.symmetric_joint.cpu()

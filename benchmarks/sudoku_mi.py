@@ -28,7 +28,7 @@ import torch
 
 from unmask.eval import compare, markdown_table, results_cache, shown_path
 from unmask.mi import exact_mi
-from unmask.mi.estimator import load_head
+from unmask.mi.estimator import load_head, predicted_values
 from unmask.mi.maps import structure_score
 from unmask.mi.policies import MIGuided
 from unmask.model import load_model
@@ -71,7 +71,8 @@ def structure(model, head, data: SudokuSet, n: int, rows: int = 16) -> dict:
     exact = exact_mi(model, tokens, rows=pick, eps=1e-3)
     pairs = pick[:, :, None] & masked[:, None, :] & ~torch.eye(81, dtype=torch.bool)
     with torch.no_grad():
-        est = head(model(tokens)[1])
+        logits, hidden = model(tokens)
+        est = head(hidden, predicted_values(logits, model.mask_id))
     peers = sudoku_peers()
     return {"exact": structure_score(exact.raw.float(), pairs, peers), "head": structure_score(est, pairs, peers),
             "asymmetry_of_exact": exact.asymmetry(), "states": n}

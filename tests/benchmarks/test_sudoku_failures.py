@@ -125,7 +125,7 @@ def test_culprit_pairs_are_ranked_among_their_states_pairs():
     found = failures.failure_causes(Scripted(rule), result([0, 1, 2, 0], [0, 0, 0, 0]), torch.tensor([[0, 1, 2, 3]]), PEERS)
     assert found.culprits.tolist() == [[0, 3, 2]] and (found.before == MASK).all()
 
-    def head(hidden):  # scores pair (2, 3) above the other five
+    def head(hidden, probs):  # scores pair (2, 3) above the other five
         s = torch.zeros(4, 4)
         s[2, 3] = s[3, 2] = 1.0
         return s.expand(len(hidden), 4, 4)
@@ -136,7 +136,7 @@ def test_culprit_pairs_are_ranked_among_their_states_pairs():
     assert ranks["exact I"].tolist() == [0.5] and ranks["exact I zero"].tolist() == [True]
     assert ranks["exact J"].tolist() == [1.0] and ranks["exact J zero"].tolist() == [False]
     assert ranks["exact D"].tolist() == [1.0]  # revealing cell 2 moves cell 3's argmax: the largest influence
-    ranks = failures.culprit_ranks(Scripted(rule), lambda hidden: 1 - head(hidden), found)
+    ranks = failures.culprit_ranks(Scripted(rule), lambda hidden, probs: 1 - head(hidden, probs), found)
     assert ranks["head"].tolist() == [0.0]  # every other pair is above it
 
 

@@ -9,7 +9,7 @@ import torch
 
 from unmask.errors import UnmaskError
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data
-from unmask.mi.estimator import HeadConfig, MIHead, load_head, save_head
+from unmask.mi.estimator import HeadConfig, MIHead, load_head, predicted_values, save_head
 from unmask.mi.fit import HeadTrainConfig, fit_head
 
 
@@ -103,7 +103,8 @@ class PositionedOracle:
         return out._replace(hidden=torch.cat([out.hidden, pos], -1))
 
 
-def test_calibration_on_a_joint_with_known_mi(tmp_path):
+@pytest.mark.parametrize("values", [False, True])
+def test_calibration_on_a_joint_with_known_mi(tmp_path, values):
     """x0 and x1 are equal with probability 0.95; x2 and x3 are independent of everything. A calibrated
     head charges every pair with x2 or x3 (exact MI 0) nothing, and the dependent pair its MI."""
     from unmask.oracle import JointDenoiser
@@ -116,10 +117,12 @@ def test_calibration_on_a_joint_with_known_mi(tmp_path):
     cfg = MIDataConfig(states=400, shard_size=100, eps=0.0, policy="random:steps=4", seed=1)
     build_mi_data(lambda: oracle, prompts, cfg, tmp_path / "d", progress=False)
     data = load_mi_data(tmp_path / "d")
-    head, metrics = fit_head(oracle, data, HeadTrainConfig(steps=400, batch_size=32, lr=1e-2, d_hidden=16, rank=4),
+    head, metrics = fit_head(oracle, data, HeadTrainConfig(steps=400, batch_size=32, lr=1e-2, d_hidden=16, rank=4, values=values),
                              progress=False)
+    assert head.cfg.n_values == (2 if values else 0)  # (a head reading P(X | C) too: the same calibration)
     with torch.no_grad():
-        est = head(oracle(torch.full((1, 4), joint.mask_id))[1])[0]  # everything masked
+        logits, hidden = oracle(torch.full((1, 4), joint.mask_id))  # everything masked
+        est = head(hidden, predicted_values(logits, joint.mask_id))[0]
     dependent = math.log(2) + 0.95 * math.log(0.95) + 0.05 * math.log(0.05)  # I(x0; x1) = ln 2 − H(0.95)
     assert est[0, 1] == pytest.approx(dependent, abs=0.05)
     independent = [est[i, j] for i in range(4) for j in range(4) if i != j and {i, j} != {0, 1}]
@@ -143,3 +146,38 @@ def test_an_unknown_link_is_refused_by_name():
     # Bug caught: the refusal of an unknown link listing the known ones garbled (another separator).
     with pytest.raises(ValueError, match=r"^link must be one of relu, softplus, got 'tanh'$"):
         HeadConfig(d_in=4, link="tanh")
+
+
+def test_a_head_reading_the_predicted_values_uses_them_and_refuses_to_go_without(tmp_path):
+    # Bugs caught: P(X | C) or its entropy left out of the input (the output would not move with them),
+    # the values read only on one side of the pair (asymmetric), a head reading values called without
+    # them running on garbage or failing with a shape error, n_values lost on saving.
+    torch.manual_seed(0)
+    head = MIHead(HeadConfig(d_in=6, d_hidden=8, rank=4, link="relu", n_values=3))
+    hidden = torch.randn(2, 5, 6)
+    probs = torch.softmax(3 * torch.randn(2, 5, 3), -1)  # (2, 5, 3)
+    est = head(hidden, probs)
+    assert est.shape == (2, 5, 5) and torch.equal(est, est.transpose(1, 2)) and (est >= 0).all()
+    x = torch.cat([hidden, probs, -(probs * probs.log()).sum(-1, keepdim=True)], -1)  # the documented input
+    e = head.mlp(x)
+    want = torch.relu(torch.einsum("bik,k,bjk->bij", e, head.weight, e) / 2 + head.bias)
+    assert torch.allclose(est, want, atol=1e-6)
+    assert not torch.allclose(head(hidden, probs.flip(-1)), est)  # the values are read
+    for bad, says in ((None, "got none"), (probs[..., :2], "got 2 values")):
+        with pytest.raises(UnmaskError, match=rf"^this MI head reads P\(X \| C\) over 3 values beside the hidden states, {says}$"):
+            head(hidden, bad)
+    save_head(head, tmp_path)
+    loaded = load_head(tmp_path)
+    assert loaded.cfg.n_values == 3 and torch.equal(loaded(hidden, probs), est)
+    plain = MIHead(HeadConfig(d_in=6, d_hidden=8, rank=4))
+    assert torch.equal(plain(hidden, probs), plain(hidden))  # a head without values ignores them
+
+
+def test_predicted_values_are_what_the_decode_loop_sees():
+    # Bug caught: the head reading the raw softmax, with mass on the mask token, where the decode state
+    # gives it none (a head fitted on one and used on the other).
+    logits = torch.randn(2, 3, 5)
+    p = predicted_values(logits, mask_id=4)
+    assert torch.all(p[..., 4] == 0) and torch.allclose(p.sum(-1), torch.ones(2, 3))
+    assert torch.allclose(p[..., :4], torch.softmax(logits[..., :4], -1))
+    assert torch.allclose(predicted_values(logits, mask_id=5), torch.softmax(logits, -1))  # mask id outside the logits

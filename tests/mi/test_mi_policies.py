@@ -257,10 +257,10 @@ def test_demask_select_passes_its_bound_and_cap_and_clamps_the_head():
     h = entropy(state.probs)
     for delta, cap in ((0.0, float("inf")), (0.3, 0.5), (2.0, 1.0), (0.1, 0.0)):
         got = attach(DependencyBound(delta=delta, max_entropy=cap), mi_head=head).select(state)
-        assert torch.equal(got, dependency_greedy(h, state.masked, head(None), delta, cap))
-    zero = attach(DependencyBound(delta=0.5), mi_head=lambda hid: torch.zeros_like(head(hid)))
+        assert torch.equal(got, dependency_greedy(h, state.masked, head(None, None), delta, cap))
+    zero = attach(DependencyBound(delta=0.5), mi_head=lambda hid, probs: torch.zeros_like(head(hid, probs)))
     assert torch.equal(zero.select(state), state.masked)  # no dependency anywhere: every masked cell at once
-    negative = attach(DependencyBound(delta=0.0), mi_head=lambda hid: -head(hid))
+    negative = attach(DependencyBound(delta=0.0), mi_head=lambda hid, probs: -head(hid, probs))
     assert torch.equal(negative.select(state), state.masked)  # negative estimates charge nothing
     assert parse_policy("demask:delta=0.1,max_entropy=0").max_entropy == 0.0
 
@@ -351,7 +351,7 @@ def test_mi_steps_takes_exactly_its_passes_and_needs_its_head():
     joint = torch.rand(*(3,) * 5, generator=torch.Generator().manual_seed(1))
     oracle = JointDenoiser(joint / joint.sum())
     for steps in (1, 2, 5):
-        policy = attach(parse_policy(f"mi_steps:steps={steps},lam=2"), mi_head=lambda hid: torch.ones(*hid.shape[:2], hid.shape[1]))
+        policy = attach(parse_policy(f"mi_steps:steps={steps},lam=2"), mi_head=lambda hid, probs: torch.ones(*hid.shape[:2], hid.shape[1]))
         res = decode(oracle, torch.full((4, 5), oracle.mask_id), policy, TokenRule())
         assert res.nfe.tolist() == [steps] * 4
     with pytest.raises(UnmaskError, match="MI estimator head"):
@@ -373,7 +373,7 @@ def paced_state(seed: int, b: int = 4, n: int = 12):
     tokens = torch.where(masked, 5, torch.randint(5, (b, n), generator=g))
     mi = torch.rand(b, n, n, generator=g) * (torch.rand(b, n, n, generator=g) < 0.4)
     state = DecodeState(tokens, masked, logits, torch.zeros(b, n, 2), 0, torch.zeros(b, dtype=torch.long))
-    return state, (lambda hidden: mi)
+    return state, (lambda hidden, probs: mi)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -388,9 +388,9 @@ def test_mi_paced_keeps_the_entropy_budgets_pace_and_chooses_by_the_charge(seed)
         for lam in (0.5, 4.0):
             got = attach(MIPaced(gamma=gamma, lam=lam), mi_head=head).select(state)
             assert torch.equal(got.sum(1), budget.sum(1))  # the budget's pace, whatever the charge
-            assert torch.equal(got, mi_count_greedy(h, state.masked, head(None), lam, budget.sum(1)))
+            assert torch.equal(got, mi_count_greedy(h, state.masked, head(None, None), lam, budget.sum(1)))
             assert not (got & ~state.masked).any()
-            flipped = attach(MIPaced(gamma=gamma, lam=lam), mi_head=lambda hid: -head(hid)).select(state)
+            flipped = attach(MIPaced(gamma=gamma, lam=lam), mi_head=lambda hid, probs: -head(hid, probs)).select(state)
             assert torch.equal(flipped, budget)  # negative estimates charge nothing
 
 
@@ -407,7 +407,7 @@ def test_mi_paced_swaps_a_dependent_position_where_mi_would_reveal_fewer():
     mi[0, 0, 1] = mi[0, 1, 0] = 0.5
     assert MIPaced(gamma=gamma, lam=0.0).select(state)[0].tolist() == [True, True, False, False]
     assert mi_greedy(h, state.masked, mi, gamma, 1.0)[0].tolist() == [True, False, False, False]
-    assert attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid: mi).select(state)[0].tolist() == [True, False, True, False]
+    assert attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid, probs: mi).select(state)[0].tolist() == [True, False, True, False]
     with pytest.raises(UnmaskError, match="mi_paced: lam > 0 needs an MI estimator head"):
         MIPaced(gamma=1.0, lam=1.0).select(state)
 
@@ -423,8 +423,8 @@ def test_mi_steps_charges_its_head_at_the_fixed_pace(seed):
     h = entropy(state.probs)
     for steps, lam in ((2, 0.5), (3, 4.0), (50, 1.0)):
         got = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=head).select(state)
-        assert torch.equal(got, mi_count_greedy(h, state.masked, head(None), lam, budget_count(state, steps)))
-        flipped = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=lambda hid: -head(hid)).select(state)
+        assert torch.equal(got, mi_count_greedy(h, state.masked, head(None, None), lam, budget_count(state, steps)))
+        flipped = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=lambda hid, probs: -head(hid, probs)).select(state)
         assert torch.equal(flipped, take_top(-h, state.masked, budget_count(state, steps)))  # charged 0: entropy order
     with pytest.raises(UnmaskError, match=r"mi_steps: lam must be >= 0, got -1"):
         MIGuidedSteps(steps=2, lam=-1.0)
@@ -469,7 +469,7 @@ def test_prefix_is_a_prefix_of_entropy_order_no_longer_than_the_budget(seed):
 def test_mi_prefix_policy_stops_where_mi_passes_over():
     # Bug caught: mi_prefix not stopping at the first misfit (the prefix flag not passed on).
     policy = parse_policy("mi_prefix:gamma=1,lam=5")
-    head = lambda hidden: torch.tensor([[[0, .5, 0, 0], [.5, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.]]])
+    head = lambda hidden, probs: torch.tensor([[[0, .5, 0, 0], [.5, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.]]])
     policy = attach(policy, mi_head=head)
     logits = torch.tensor([[[6.0, 0.0], [5.0, 0.0], [4.0, 0.0], [3.0, 0.0]]])
     state = DecodeState(torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool), logits,
@@ -522,3 +522,19 @@ def test_exact_policies_name_what_is_wrong():
     _, state = copy_pair_state()
     with pytest.raises(UnmaskError, match="^exact_steps needs the denoiser to probe$"):
         parse_policy("exact_steps:steps=2,lam=1").select(state)
+
+
+@pytest.mark.parametrize("spec", ["mi:gamma=1,lam=2", "mi_steps:steps=3,lam=2", "mi_paced:gamma=1,lam=2", "mi_prefix:gamma=1,lam=2",
+                                  "demask:delta=0.5"])
+def test_every_head_rule_hands_the_head_the_states_hidden_states_and_predicted_values(spec):
+    # Bug caught: a rule calling its head with the hidden states alone, so a head fitted to read
+    # P(X | C) beside them (HeadConfig.n_values) fails or reads something else while decoding.
+    state, head = paced_state(0)
+    seen = []
+
+    def recording(hidden, probs):
+        seen.append((hidden, probs))
+        return head(hidden, probs)
+
+    attach(parse_policy(spec), mi_head=recording).select(state)
+    assert seen and all(torch.equal(h, state.hidden.float()) and torch.equal(p, state.probs) for h, p in seen)

@@ -76,7 +76,7 @@ def _train(args: argparse.Namespace) -> None:
 
 def _map(args: argparse.Namespace) -> None:
     from unmask.mi import exact_mi
-    from unmask.mi.estimator import load_head
+    from unmask.mi.estimator import load_head, predicted_values
     from unmask.mi.maps import structure_score
     from unmask.plots import plot_mi_map
 
@@ -99,7 +99,8 @@ def _map(args: argparse.Namespace) -> None:
     head = load_head(directory, required=not exact)
     if head is not None:
         with torch.no_grad():
-            maps["estimated"] = (head(model(tokens)[1]) * pairs)[0]
+            logits, hidden = model(tokens)
+            maps["estimated"] = (head(hidden, predicted_values(logits, model.mask_id)) * pairs)[0]
     if exact or head is None:
         res = exact_mi(model, tokens, eps=args.eps)
         maps["exact"] = res.symmetric.float()[0] * pairs[0]

@@ -1,7 +1,8 @@
 """A light neural estimator of the pairwise MI matrix from frozen denoiser hidden states (seed 000).
 
-Each position's hidden state h_i ``(D,)`` is mapped by a small MLP to an embedding e_i ``(r,)``;
-Î_ij = link(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the link keeps
+Each position's hidden state h_i ``(D,)`` (optionally with the denoiser's own predicted distribution
+P(X_i | C) ``(V,)`` and its entropy beside it: ``n_values``) is mapped by a small MLP to an embedding
+e_i ``(r,)``; Î_ij = link(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the link keeps
 it non-negative, as MI is. ``relu`` (the default for new heads) can charge a pair exactly 0, so
 independent pairs cost nothing; ``softplus`` (the first heads) never reaches 0 and charges every pair
 a little (softplus(b)). Cost per step: N·(D·d + d·r) + N²·r multiply-adds, a few percent of one
@@ -20,6 +21,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from unmask import artifacts
+from unmask.decode.scores import entropy
+from unmask.denoiser import never_mask
+from unmask.errors import UnmaskError
 
 HEAD_WEIGHTS = artifacts.MI_HEAD.weights  # saved beside the base model's files
 HEAD_CONFIG = artifacts.MI_HEAD.meta
@@ -33,6 +37,7 @@ class HeadConfig:
     d_hidden: int = 128  # hidden width of the per-position MLP
     rank: int = 32  # r: embedding size of the symmetric bilinear form
     link: str = "softplus"  # "relu" (exact zeros) or "softplus" (heads saved before the link was a choice)
+    n_values: int = 0  # V: width of P(X_i | C) read beside h_i with its entropy (the denoiser's logits); 0 reads h_i alone
 
     def __post_init__(self) -> None:
         if self.link not in LINKS:
@@ -48,19 +53,35 @@ def position_mlp(width: int, d_hidden: int, out: int) -> nn.Sequential:
     return nn.Sequential(nn.LayerNorm(width), nn.Linear(width, d_hidden), nn.GELU(), nn.Linear(d_hidden, out))
 
 
+def predicted_values(logits: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """``(…, V)`` logits → the float32 P(X_i | C) an MI head reads: the mask id excluded, as the decode
+    loop's ``DecodeState.probs``."""
+    return torch.softmax(never_mask(logits.float(), mask_id), dim=-1)
+
+
 class MIHead(nn.Module):
-    """Hidden states ``(B, N, D)`` → symmetric non-negative MI estimates ``(B, N, N)``."""
+    """Hidden states ``(B, N, D)`` (and, if ``cfg.n_values``, P(X | C) ``(B, N, V)``) → symmetric
+    non-negative MI estimates ``(B, N, N)``."""
 
     def __init__(self, cfg: HeadConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.mlp = position_mlp(cfg.d_in, cfg.d_hidden, cfg.rank)
+        width = cfg.d_in + (cfg.n_values + 1 if cfg.n_values else 0)  # h_i, then P(X_i | C) and its entropy
+        self.mlp = position_mlp(width, cfg.d_hidden, cfg.rank)
         self.weight = nn.Parameter(torch.ones(cfg.rank))
         self.bias = nn.Parameter(torch.tensor(BIAS_INIT[cfg.link]))
         self.link = LINKS[cfg.link]
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        e = self.mlp(hidden)  # (B, N, r)
+    def forward(self, hidden: torch.Tensor, probs: torch.Tensor | None = None) -> torch.Tensor:
+        """``hidden`` ``(B, N, D)``, ``probs`` ``(B, N, V)`` (:func:`predicted_values`; read only by a head
+        with ``n_values``) → ``(B, N, N)``."""
+        x = hidden
+        if self.cfg.n_values:
+            if probs is None or probs.shape[-1] != self.cfg.n_values:
+                got = "none" if probs is None else f"{probs.shape[-1]} values"
+                raise UnmaskError(f"this MI head reads P(X | C) over {self.cfg.n_values} values beside the hidden states, got {got}")
+            x = torch.cat([hidden, probs.to(hidden.dtype), entropy(probs).to(hidden.dtype)[..., None]], -1)  # (B, N, D + V + 1)
+        e = self.mlp(x)  # (B, N, r)
         s = torch.bmm(e * self.weight, e.transpose(1, 2)) / math.sqrt(self.cfg.rank)  # (B, N, N)
         return self.link(s + self.bias)
 

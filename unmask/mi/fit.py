@@ -10,7 +10,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from unmask.errors import UnmaskError
-from unmask.mi.estimator import LINKS, HeadConfig, MIHead
+from unmask.mi.estimator import LINKS, HeadConfig, MIHead, predicted_values
 from unmask.mi.exact import symmetrise
 from unmask.optim import adamw, set_lr, warmup_cosine
 
@@ -31,6 +31,7 @@ class HeadTrainConfig:
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
     target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint; "influence": DEMASK's D
+    values: bool = False  # the head also reads the denoiser's P(X_i | C) and its entropy beside h_i (HeadConfig.n_values)
     scale: float = 0.0  # c in nats: 0 fits the MI itself by MSE; c > 0 fits log(1 + I/c) (I below 0 as 0), relative errors alike above c
     seed: int = 0  # init and batch order
 
@@ -90,40 +91,63 @@ def consistency(data: dict[str, torch.Tensor], mask_id: int, key: str = "mi") ->
     return out
 
 
+Inputs = torch.Tensor | tuple[torch.Tensor, ...]  # what a head reads per state: hidden states, or (hidden states, P(X | C))
+
+
 @torch.no_grad()
 def hidden_states(denoiser, tokens: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
     """``(S, L, D)`` frozen hidden states of the denoiser."""
     return torch.cat([denoiser(tokens[k : k + batch_size].long())[1].float() for k in range(0, len(tokens), batch_size)])
 
 
+@torch.no_grad()
+def head_inputs(denoiser, tokens: torch.Tensor, values: bool, batch_size: int = 256) -> Inputs:
+    """What an MI head reads on ``tokens`` ``(S, L)``: the hidden states ``(S, L, D)``, and with ``values``
+    also P(X | C) ``(S, L, V)`` (:func:`unmask.mi.estimator.predicted_values`)."""
+    if not values:
+        return hidden_states(denoiser, tokens, batch_size)
+    hidden, probs = [], []
+    for k in range(0, len(tokens), batch_size):
+        logits, h = denoiser(tokens[k : k + batch_size].long())
+        hidden.append(h.float())
+        probs.append(predicted_values(logits, denoiser.mask_id))
+    return torch.cat(hidden), torch.cat(probs)
+
+
+def take(x: Inputs, idx) -> tuple[torch.Tensor, ...]:
+    """The states ``idx`` of a head's inputs, as the arguments of its call."""
+    return tuple(t[idx] for t in x) if isinstance(x, tuple) else (x[idx],)
+
+
 def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, progress: bool = True) -> tuple[MIHead, dict]:
     """Fit an :class:`MIHead` by MSE on supervised pairs; returns it with held-out metrics."""
     torch.manual_seed(cfg.seed)
-    hidden = hidden_states(denoiser, data["tokens"])  # (S, L, D)
+    x = head_inputs(denoiser, data["tokens"], cfg.values)  # (S, L, D), and (S, L, V) with cfg.values
+    hidden = x[0] if cfg.values else x
     target = targets(data, cfg.target)
     pairs = pair_mask(data, denoiser.mask_id)
     tr, va = split(data, cfg.val_fraction)
     n_val = len(va)
-    head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link))
-    fit_pairs(head, hidden, target, pairs, tr, cfg, progress)
+    head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link, x[1].shape[-1] if cfg.values else 0))
+    fit_pairs(head, x, target, pairs, tr, cfg, progress)
     n_tr = len(tr)
     both = both_rows(data, denoiser.mask_id)  # targets from both directions
-    metrics = evaluate_head(head, hidden[va], target[va], pairs[va], both=both[va])
+    metrics = evaluate_head(head, take(x, va), target[va], pairs[va], both=both[va])
     metrics["train_states"], metrics["val_states"], metrics["target"] = n_tr, n_val, cfg.target
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id, TARGETS[cfg.target])
     return head, metrics
 
 
-def fit_pairs(head: nn.Module, x: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, train: torch.Tensor,
+def fit_pairs(head: nn.Module, x: Inputs, target: torch.Tensor, pairs: torch.Tensor, train: torch.Tensor,
               cfg: HeadTrainConfig, progress: bool = True) -> nn.Module:
-    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` by MSE (on :func:`compress`'s scale) over the ``pairs`` ``(S, L, L)`` of the
+    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` (or a tuple of them, its arguments) by MSE (on :func:`compress`'s scale) over the ``pairs`` ``(S, L, L)`` of the
     ``train`` states (Adam, warm-up-free cosine; batches drawn from ``cfg.seed``); returns it in eval mode."""
     opt = adamw(head, cfg.lr)  # no weight decay: Adam
     gen = torch.Generator().manual_seed(cfg.seed)
     for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
         set_lr(opt, warmup_cosine(step, cfg.steps, cfg.lr, warmup=0, min_ratio=0.1))
         idx = train[torch.randint(len(train), (min(cfg.batch_size, len(train)),), generator=gen)]
-        loss = ((compress(head(x[idx]), cfg.scale) - compress(target[idx], cfg.scale)) ** 2)[pairs[idx]].mean()
+        loss = ((compress(head(*take(x, idx)), cfg.scale) - compress(target[idx], cfg.scale)) ** 2)[pairs[idx]].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -187,15 +211,16 @@ def calibration(est: torch.Tensor, exact: torch.Tensor, edges=CALIBRATION_EDGES)
 
 
 @torch.no_grad()
-def evaluate_head(head: MIHead, hidden: torch.Tensor, target: torch.Tensor, pairs: torch.Tensor, k: int = 10,
+def evaluate_head(head: MIHead, x: Inputs, target: torch.Tensor, pairs: torch.Tensor, k: int = 10,
                   both: torch.Tensor | None = None) -> dict:
     """MSE, Pearson and Spearman correlation over supervised pairs (all, and those that matter:
     exact MI > :data:`MATTERS`), top-k pair recall per state, what independent pairs are charged,
     and a calibration table (predicted vs exact MI in bins of the exact MI).
 
     ``both``: ``(S, L, L)`` the pairs whose target is the symmetric part of both directions; adds
-    the Spearman on those that matter (the fit where the target is not one direction alone)."""
-    est = head(hidden)  # (S, L, L)
+    the Spearman on those that matter (the fit where the target is not one direction alone).
+    ``x``: the head's inputs on these states (a tensor, or a tuple of its arguments)."""
+    est = head(*(x if isinstance(x, tuple) else (x,)))  # (S, L, L)
     a, b = est[pairs].double(), target[pairs].double()
     matter, independent = b > MATTERS, b.abs() < INDEPENDENT
     extra = {}
@@ -231,7 +256,8 @@ def median_time(fn, repeats: int) -> float:
 @torch.no_grad()
 def head_cost(denoiser, head: MIHead, tokens: torch.Tensor, repeats: int = 5) -> dict:
     """Wall time of the head relative to one denoiser forward on the same batch (medians)."""
-    hidden = denoiser(tokens)[1]
+    logits, hidden = denoiser(tokens)
+    probs = predicted_values(logits, denoiser.mask_id)
     base = median_time(lambda: denoiser(tokens), repeats)
-    extra = median_time(lambda: head(hidden), repeats)
+    extra = median_time(lambda: head(hidden, probs), repeats)
     return {"denoiser_ms": round(1000 * base, 2), "head_ms": round(1000 * extra, 3), "relative_cost": extra / base}

@@ -134,7 +134,7 @@ def head_mi(policy, state: DecodeState) -> torch.Tensor | None:
     if policy.head is None:
         raise UnmaskError(f"{policy.spec_name}: lam > 0 needs an MI estimator head (train one with `unmask mi train`)")
     with torch.no_grad():
-        return policy.head(state.hidden.float())
+        return policy.head(state.hidden.float(), state.probs)
 
 
 @register("mi")
@@ -145,7 +145,7 @@ class MIGuided:
     # Defaults: the recommended setting on the 12-layer Sudoku model shipped until 2026-12-04, chosen on val-kaggle (README).
     gamma: float = 0.03  # γ: budget in nats per step (entropy + λ·MI of each taken token)
     lam: float = 0.0  # λ: weight of the pairwise MI with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -161,7 +161,7 @@ class MIGuidedSteps(FixedBudget):
     learned MI head): the MI rule at a fixed number of passes (λ = 0: entropy order)."""
 
     lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -180,7 +180,7 @@ class MIPaced:
 
     gamma: float = 0.3  # γ: entropy budget in nats per step; sets how many are revealed
     lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step; sets which
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: hidden (B, L, D) → (B, L, L)
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -199,7 +199,7 @@ class MIPrefix:
 
     gamma: float = 1.0  # γ: budget in nats per step (entropy + λ·charge of each taken token)
     lam: float = 2.0  # λ: weight of the pairwise charge with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI (or D) head: hidden (B, L, D) → (B, L, L)
+    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI (or D) head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -331,7 +331,7 @@ class DependencyBound:
 
     delta: float = 0.05  # δ: bound on Σ Î_ij over the pairs revealed together, in nats
     max_entropy: float = float("inf")  # positions less certain than this wait (nats)
-    head: object = resource("mi_head")  # dependency head: hidden (B, L, D) → (B, L, L)
+    head: object = resource("mi_head")  # dependency head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         if not self.delta >= 0 or not self.max_entropy >= 0:
@@ -341,5 +341,5 @@ class DependencyBound:
         if self.head is None:
             raise UnmaskError("demask needs an MI (dependency) head (train one with `unmask mi train`)")
         with torch.no_grad():
-            dep = self.head(state.hidden.float()).clamp_min(0)  # (B, L, L)
+            dep = self.head(state.hidden.float(), state.probs).clamp_min(0)  # (B, L, L)
         return dependency_greedy(entropy(state.probs), state.masked, dep, self.delta, self.max_entropy)
