@@ -165,7 +165,9 @@ mi_tables() {
 #    shipped before it (the first two builds of step 4, 3,000 steps), the 10,000 states fitted for
 #    3,000 steps, and the same fitted to DEMASK's influence D (the D head; each fit about 2 min); the
 #    shipped head's calibration against the 3,000-state one, and its cost on a core of its own (one
-#    thread, nothing else running) on step 4's statistics states.
+#    thread, nothing else running) on step 4's statistics states; then what else a head could read
+#    or be fitted on (the variants on the first two builds and on all four, one thread), and the
+#    candidate head that reads P(X_i | C) too, fitted on log(1 + I/0.01), with its calibration.
 keep_head() {  # keep_head RUN DIR: the head a fit left in RUN, copied into DIR
   run mkdir -p "$2"
   run cp "$1"/mi_head.json "$1"/mi_head.safetensors "$2"/
@@ -182,6 +184,13 @@ relu_head() {
   keep_head runs/mi-head-influence-$H "$R"/head-influence-10k
   run python benchmarks/mi_head_calibration.py "$R"/sudoku_head_relu --old "$R"/head-3k --out "$R"/sudoku_head_calibration
   run python benchmarks/mi_head_cost.py "$MODEL" "$MODEL" --data "$(mi_stats_dir)" --out "$R"/mi_head_cost
+  local V=(python benchmarks/mi_head_variants.py --model "$MODEL")
+  run "${V[@]}" --data "${HEAD_DIRS[@]:0:2}" --heads relu values exclusion --out "$R"/mi_head_variants_3k
+  run "${V[@]}" --data "${HEAD_DIRS[@]:0:2}" --only scaled values-scaled --out "$R"/mi_head_variants_3k
+  run unmask mi train --task sudoku --model "$MODEL" "${HEAD_DATA[@]}" --values --scale 0.01 --steps 12000 --out runs/mi-head-values-$H
+  keep_head runs/mi-head-values-$H "$R"/head-values-10k
+  run python benchmarks/mi_head_calibration.py "$R"/head-values-10k --old "$R"/sudoku_head_relu --out "$R"/head_values_calibration
+  run "${V[@]}" --data "${HEAD_DIRS[@]}" --heads relu scaled values values-scaled exclusion --out "$R"/mi_head_variants
 }
 
 # 7. Exact MI that scales (16.5 min on one thread); the frontier on 150 puzzles per set, family by family and
