@@ -229,6 +229,8 @@ exact_and_frontier() {
   run "${F[@]}" --families "entropy budget" --extend                           # the budget's finer points: 0.9 min
   run "${F[@]}" --oracle-only "entropy budget" --exact-n 150 --oracle-sets test-hard --exact-gammas "${G18[@]}"  # 2.0 min
   run "${F[@]}" --oracle-only "entropy budget" --exact-n 100 --oracle-sets test-hard --exact-gammas "${G18[@]}"  # 1.3 min
+  run "${F[@]}" --head "$R"/head-values-10k --name sudoku_frontier_values --families "entropy budget" "MI head λ=0.5" \
+      "MI head λ=2"                                                            # the candidate head of step 6: 11.3 min
   local F300=("${F[@]}" --n 300 --name sudoku_frontier_300)
   run rm -f "$R"/sudoku_frontier_300.json  # afresh too (a run keeps the rows of the families it does not measure)
   run "${F300[@]}" --influence-head "$D" --families "entropy budget" "MI head λ=0.5" "MI head λ=2" "D head λ=8" \

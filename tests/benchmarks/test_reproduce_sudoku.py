@@ -114,14 +114,14 @@ def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_mo
             out == "benchmarks/results" and words[1] in ("benchmarks/sudoku_policies.py", "benchmarks/sudoku_rounds.py")), words
     frontier = [w for w in commands if w[1:2] == ["benchmarks/sudoku_frontier.py"]]
     f = ["--model", "unmask/models/sudoku", "--n", "150", "--threads", "2", "--out", gpu]  # the README's $F
-    assert len(frontier) == 23 and all(w[2:10] == f for w in frontier)
+    assert len(frontier) == 24 and all(w[2:10] == f for w in frontier)
     assert sum(option(w, "--name") == "sudoku_frontier_300" and option(w, "--n") == "300" for w in frontier) == 6
     for name in ("sudoku_frontier", "sudoku_frontier_300"):  # each file starts afresh, with a full or entropy-budget run
         runs = [i for i, w in enumerate(commands) if w[1:2] == ["benchmarks/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
         assert commands[runs[0] - 1] == ["rm", "-f", f"{gpu}/{name}.json"]
     heads = {option(w, "--influence-head") for w in commands} | {option(w, "--head") for w in commands} | {
         option(w, "--old") for w in commands}
-    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k"}
+    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k", f"{gpu}/head-values-10k"}
     for head in heads - {None}:  # copied into place by step 6, before step 7 reads it
         copied = [i for i, w in enumerate(commands) if w[0] == "cp" and w[-1] == f"{head}/"]
         read = [i for i, w in enumerate(commands) if head in w and w[0] != "cp" and w[:2] != ["mkdir", "-p"]]
