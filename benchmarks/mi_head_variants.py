@@ -1,6 +1,6 @@
-"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, eight heads.
+"""What limits the MI head's fit: the same exact-MI data, the same held-out puzzles, ten heads.
 
-    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # eight heads, one thread
+    python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par    # ten heads, one thread
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --only exclusion probes
         # those two heads again; the other rows of OUT.json kept (same model, data, steps and target only)
     python benchmarks/mi_head_variants.py --data data/mi/sudoku-seq data/mi/sudoku-par --steps 30000 --heads relu values \
@@ -24,7 +24,8 @@ the aim (Spearman ≥ 0.8 on the pairs that matter). Nine changes, each aimed at
   or the denoiser's own predicted distribution P(X_i | C) and its entropy beside the final state (two
   cells share information only if both are uncertain, and on Sudoku the pairs that matter are peers
   whose candidates overlap, Σ_v P(X_i = v) P(X_j = v): quantities the final state need not expose
-  linearly);
+  linearly; ``unmask mi train --values`` fits this form, with the mask's column kept at 0 beside the V
+  values read here);
 - **form**: the MI of an explicit two-cell joint P_i(a) P_j(b) exp(θ_ij [a = b]) / Z built from the
   denoiser's own predictions, only the coupling θ_ij learnt (:class:`CouplingHead`): a true MI, so a
   pair is charged only if both cells are uncertain and never more than their marginals allow;

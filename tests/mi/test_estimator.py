@@ -163,7 +163,8 @@ def test_a_head_reading_the_predicted_values_uses_them_and_refuses_to_go_without
     want = torch.relu(torch.einsum("bik,k,bjk->bij", e, head.weight, e) / 2 + head.bias)
     assert torch.allclose(est, want, atol=1e-6)
     assert not torch.allclose(head(hidden, probs.flip(-1)), est)  # the values are read
-    for bad, says in ((None, "got none"), (probs[..., :2], "got 2 values")):
+    for bad, says in ((None, "got none"), (probs[..., :2], r"got shape \(2, 5, 2\) for hidden states \(2, 5, 6\)"),
+                      (probs[:1], r"got shape \(1, 5, 3\) for hidden states \(2, 5, 6\)")):
         with pytest.raises(UnmaskError, match=rf"^this MI head reads P\(X \| C\) over 3 values beside the hidden states, {says}$"):
             head(hidden, bad)
     save_head(head, tmp_path)
@@ -171,6 +172,10 @@ def test_a_head_reading_the_predicted_values_uses_them_and_refuses_to_go_without
     assert loaded.cfg.n_values == 3 and torch.equal(loaded(hidden, probs), est)
     plain = MIHead(HeadConfig(d_in=6, d_hidden=8, rank=4))
     assert torch.equal(plain(hidden, probs), plain(hidden))  # a head without values ignores them
+    assert torch.equal(head(hidden, probs.double()), est)  # values in another dtype are read as the hidden states'
+    for bad in (-1, True, 2.0):
+        with pytest.raises(ValueError, match=r"^n_values must be an integer >= 0, got "):
+            HeadConfig(d_in=6, n_values=bad)
 
 
 def test_predicted_values_are_what_the_decode_loop_sees():

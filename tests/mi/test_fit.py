@@ -493,6 +493,28 @@ def test_fit_pairs_fits_on_the_scale_asked(scale):
 
 
 def test_a_negative_scale_is_refused_in_one_line():
-    for bad in (-0.01, float("nan")):
+    for bad in (-0.01, float("nan"), float("inf")):
         with pytest.raises(UnmaskError, match=r"^scale must be >= 0 nats, got "):
             HeadTrainConfig(scale=bad)
+
+
+def test_mi_train_with_values_and_a_scale_records_them_and_decodes(tmp_path, sudoku_files, cli):
+    # Bugs caught: --values not reaching the head (n_values 0), how a head was fitted lost from its
+    # metrics, a values head that the CLI's decode or MI map cannot call.
+    import json
+
+    model_dir, puzzles = sudoku_files
+    code, _, err = cli(["mi", "data", "--task", "sudoku", "--model", str(model_dir), "--examples", str(puzzles),
+                        "--out", str(tmp_path / "d"), "--states", "6", "--shard-size", "6", "--rows", "2"])
+    assert code == 0, err
+    code, _, err = cli(["mi", "train", "--task", "sudoku", "--model", str(model_dir), "--data", str(tmp_path / "d"),
+                        "--values", "--scale", "0.01", "--steps", "2", "--out", str(tmp_path / "h")])
+    assert code == 0, err
+    meta = json.loads((tmp_path / "h" / "mi_head.json").read_text())
+    assert meta["config"]["n_values"] > 0 and meta["metrics"]["values"] is True and meta["metrics"]["scale"] == 0.01
+    for spec in ("mi:gamma=1,lam=1", "demask:delta=0.5"):
+        code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(tmp_path / "h"), f"--policy={spec}", "--json"])
+        assert code == 0, err
+    code, _, err = cli(["mi", "map", "--task", "sudoku", "--model", str(tmp_path / "h"), "--examples", str(puzzles),
+                        "--out", str(tmp_path / "map.png")])
+    assert code == 0 and (tmp_path / "map.png").is_file(), err

@@ -5,7 +5,7 @@ P(X_i | C) ``(V,)`` and its entropy beside it: ``n_values``) is mapped by a smal
 e_i ``(r,)``; Î_ij = link(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the link keeps
 it non-negative, as MI is. ``relu`` (the default for new heads) can charge a pair exactly 0, so
 independent pairs cost nothing; ``softplus`` (the first heads) never reaches 0 and charges every pair
-a little (softplus(b)). Cost per step: N·(D·d + d·r) + N²·r multiply-adds, a few percent of one
+a little (softplus(b)). Cost per step: N·(D'·d + d·r) + N²·r multiply-adds (D' = D, or D + V + 1 with values), a few percent of one
 denoiser pass at most.
 """
 
@@ -42,6 +42,8 @@ class HeadConfig:
     def __post_init__(self) -> None:
         if self.link not in LINKS:
             raise ValueError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
+        if type(self.n_values) is not int or self.n_values < 0:
+            raise ValueError(f"n_values must be an integer >= 0, got {self.n_values!r}")
 
 
 LINKS = {"relu": F.relu, "softplus": F.softplus}  # score → non-negative MI estimate
@@ -77,10 +79,11 @@ class MIHead(nn.Module):
         with ``n_values``) → ``(B, N, N)``."""
         x = hidden
         if self.cfg.n_values:
-            if probs is None or probs.shape[-1] != self.cfg.n_values:
-                got = "none" if probs is None else f"{probs.shape[-1]} values"
+            if probs is None or probs.shape != (*hidden.shape[:-1], self.cfg.n_values):
+                got = "none" if probs is None else f"shape {tuple(probs.shape)} for hidden states {tuple(hidden.shape)}"
                 raise UnmaskError(f"this MI head reads P(X | C) over {self.cfg.n_values} values beside the hidden states, got {got}")
-            x = torch.cat([hidden, probs.to(hidden.dtype), entropy(probs).to(hidden.dtype)[..., None]], -1)  # (B, N, D + V + 1)
+            probs = probs.to(hidden)  # (its dtype and device)
+            x = torch.cat([hidden, probs, entropy(probs)[..., None]], -1)  # (B, N, D + V + 1)
         e = self.mlp(x)  # (B, N, r)
         s = torch.bmm(e * self.weight, e.transpose(1, 2)) / math.sqrt(self.cfg.rank)  # (B, N, N)
         return self.link(s + self.bias)

@@ -40,7 +40,7 @@ class HeadTrainConfig:
             raise UnmaskError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
         if self.target not in TARGETS:
             raise UnmaskError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
-        if not self.scale >= 0:  # (NaN refused too)
+        if not 0 <= self.scale < float("inf"):  # (NaN refused too; ∞ would make every loss 0)
             raise UnmaskError(f"scale must be >= 0 nats, got {self.scale}")
 
 
@@ -120,7 +120,8 @@ def take(x: Inputs, idx) -> tuple[torch.Tensor, ...]:
 
 
 def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, progress: bool = True) -> tuple[MIHead, dict]:
-    """Fit an :class:`MIHead` by MSE on supervised pairs; returns it with held-out metrics."""
+    """Fit an :class:`MIHead` by MSE (on :func:`compress`'s scale) on supervised pairs; returns it with
+    held-out metrics."""
     torch.manual_seed(cfg.seed)
     x = head_inputs(denoiser, data["tokens"], cfg.values)  # (S, L, D), and (S, L, V) with cfg.values
     hidden = x[0] if cfg.values else x
@@ -134,6 +135,7 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     both = both_rows(data, denoiser.mask_id)  # targets from both directions
     metrics = evaluate_head(head, take(x, va), target[va], pairs[va], both=both[va])
     metrics["train_states"], metrics["val_states"], metrics["target"] = n_tr, n_val, cfg.target
+    metrics["values"], metrics["scale"] = cfg.values, cfg.scale  # (how it was fitted, beside the head)
     metrics |= consistency({k: v[va] for k, v in data.items()}, denoiser.mask_id, TARGETS[cfg.target])
     return head, metrics
 
@@ -255,7 +257,8 @@ def median_time(fn, repeats: int) -> float:
 
 @torch.no_grad()
 def head_cost(denoiser, head: MIHead, tokens: torch.Tensor, repeats: int = 5) -> dict:
-    """Wall time of the head relative to one denoiser forward on the same batch (medians)."""
+    """Wall time of the head relative to one denoiser forward on the same batch (medians; P(X | C) is not
+    timed: the decode state computes it for every rule anyway)."""
     logits, hidden = denoiser(tokens)
     probs = predicted_values(logits, denoiser.mask_id)
     base = median_time(lambda: denoiser(tokens), repeats)

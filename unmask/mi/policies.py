@@ -127,7 +127,7 @@ def _check(policy) -> None:
 
 
 def head_mi(policy, state: DecodeState) -> torch.Tensor | None:
-    """``(B, L, L)`` ``policy.head``'s MI estimate on the state's hidden states, or None when
+    """``(B, L, L)`` ``policy.head``'s MI estimate on the state's hidden states and P(X | C), or None when
     ``policy.lam`` is 0 (no charge, so no head needed)."""
     if policy.lam == 0:
         return None
