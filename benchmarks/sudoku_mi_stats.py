@@ -41,7 +41,7 @@ from unmask.eval import shown_path
 from unmask.io import atomic_write
 from unmask.mi.data import MIDataConfig, build_mi_data, load_mi_data
 from unmask.mi.estimator import load_head
-from unmask.mi.fit import consistency, head_inputs, take
+from unmask.mi.fit import consistency, head_inputs
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.runs import file_digest
 from unmask.tasks.sudoku.data import read_puzzles, to_tokens
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = data["rows"][:, :, None] & masked[:, None, :] & ~eye  # (S, L, L): row i computed, j masked, i ≠ j
     raw = data["mi"].double()[pairs]
 
-    est = head(*take(head_inputs(model, tokens, bool(head.cfg.n_values)), slice(None))).double()[pairs]
+    est = head(*head_inputs(model, tokens, bool(head.cfg.n_values))).double()[pairs]
     bias = float(head.bias)
     at_zero = float(head.link(torch.tensor(bias, dtype=torch.float64)))  # Î at s_ij = 0: link(b)
     exact = {

@@ -101,11 +101,11 @@ def hidden_states(denoiser, tokens: torch.Tensor, batch_size: int = 256) -> torc
 
 
 @torch.no_grad()
-def head_inputs(denoiser, tokens: torch.Tensor, values: bool, batch_size: int = 256) -> Inputs:
-    """What an MI head reads on ``tokens`` ``(S, L)``: the hidden states ``(S, L, D)``, and with ``values``
-    also P(X | C) ``(S, L, V)`` (:func:`unmask.mi.estimator.predicted_values`)."""
+def head_inputs(denoiser, tokens: torch.Tensor, values: bool, batch_size: int = 256) -> tuple[torch.Tensor, ...]:
+    """The arguments of an MI head on ``tokens`` ``(S, L)``: the hidden states ``(S, L, D)``, and with
+    ``values`` also P(X | C) ``(S, L, V)`` (:func:`unmask.mi.estimator.predicted_values`)."""
     if not values:
-        return hidden_states(denoiser, tokens, batch_size)
+        return (hidden_states(denoiser, tokens, batch_size),)
     hidden, probs = [], []
     for k in range(0, len(tokens), batch_size):
         logits, h = denoiser(tokens[k : k + batch_size].long())
@@ -114,9 +114,14 @@ def head_inputs(denoiser, tokens: torch.Tensor, values: bool, batch_size: int = 
     return torch.cat(hidden), torch.cat(probs)
 
 
+def as_args(x: Inputs) -> tuple[torch.Tensor, ...]:
+    """A head's inputs as the arguments of its call."""
+    return x if isinstance(x, tuple) else (x,)
+
+
 def take(x: Inputs, idx) -> tuple[torch.Tensor, ...]:
     """The states ``idx`` of a head's inputs, as the arguments of its call."""
-    return tuple(t[idx] for t in x) if isinstance(x, tuple) else (x[idx],)
+    return tuple(t[idx] for t in as_args(x))
 
 
 def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, progress: bool = True) -> tuple[MIHead, dict]:
@@ -124,12 +129,11 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
     held-out metrics."""
     torch.manual_seed(cfg.seed)
     x = head_inputs(denoiser, data["tokens"], cfg.values)  # (S, L, D), and (S, L, V) with cfg.values
-    hidden = x[0] if cfg.values else x
     target = targets(data, cfg.target)
     pairs = pair_mask(data, denoiser.mask_id)
     tr, va = split(data, cfg.val_fraction)
     n_val = len(va)
-    head = MIHead(HeadConfig(hidden.shape[-1], cfg.d_hidden, cfg.rank, cfg.link, x[1].shape[-1] if cfg.values else 0))
+    head = MIHead(HeadConfig(x[0].shape[-1], cfg.d_hidden, cfg.rank, cfg.link, x[1].shape[-1] if cfg.values else 0))
     fit_pairs(head, x, target, pairs, tr, cfg, progress)
     n_tr = len(tr)
     both = both_rows(data, denoiser.mask_id)  # targets from both directions
@@ -222,7 +226,7 @@ def evaluate_head(head: MIHead, x: Inputs, target: torch.Tensor, pairs: torch.Te
     ``both``: ``(S, L, L)`` the pairs whose target is the symmetric part of both directions; adds
     the Spearman on those that matter (the fit where the target is not one direction alone).
     ``x``: the head's inputs on these states (a tensor, or a tuple of its arguments)."""
-    est = head(*(x if isinstance(x, tuple) else (x,)))  # (S, L, L)
+    est = head(*as_args(x))  # (S, L, L)
     a, b = est[pairs].double(), target[pairs].double()
     matter, independent = b > MATTERS, b.abs() < INDEPENDENT
     extra = {}
