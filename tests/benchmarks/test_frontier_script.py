@@ -31,9 +31,9 @@ def test_frontier_picks_the_best_accuracy_within_the_passes():
     assert g[5]["mixture gap"] == -35.0  # past its last row the MI family's mixture stays at 55
 
 
-def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs):
+def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs):
     frontier = load_script("sudoku_frontier")
-    model_dir, data = sudoku_benchmark_inputs
+    model_dir, data = sudoku_few_blanks_inputs
     frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", "--quick",
                    "--out", str(tmp_path / "out")])
     result = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
@@ -147,11 +147,11 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_benchmark_inputs)
     assert (tmp_path / "out" / "alone.md").is_file()
 
 
-def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_benchmark_inputs):
+def test_frontier_decodes_the_d_head_families_with_the_d_head(tmp_path, sudoku_few_blanks_inputs):
     from unmask.mi.estimator import HeadConfig, MIHead, save_head
 
     frontier = load_script("sudoku_frontier")
-    model_dir, data = sudoku_benchmark_inputs
+    model_dir, data = sudoku_few_blanks_inputs
     out = ["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--out", str(tmp_path / "out")]
     mi_head = MIHead(HeadConfig(d_in=16, d_hidden=8, rank=4, link="relu"))
     with torch.no_grad():
