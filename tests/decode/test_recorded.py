@@ -121,7 +121,11 @@ def test_sudoku_decodes_as_recorded(rec, sudoku):
     model, tokens = sudoku
     policy = build_policy(rec["spec"], model, SUDOKU)
     res = check(model, tokens, policy, rec, seeds=torch.arange(8) + 5)
-    assert int(res.extra_passes.sum()) == rec.get("probe_passes", 0)
+    # The record's probe passes probed every masked row at every step; since 2026-12-06 the exact
+    # rules probe a row only when their scan needs it (the same choices: tests/mi/test_mi_policies.py),
+    # so they spend fewer, and none where nothing was probed then.
+    probes = int(res.extra_passes.sum())
+    assert 0 < probes < rec["probe_passes"] if "probe_passes" in rec else probes == 0
 
 
 @pytest.fixture(scope="module")

@@ -295,3 +295,28 @@ def test_truncated_influence_is_the_kept_values_average(make_joint):
         want = float((p_i * tv)[kept].sum() / p_i[kept].sum())
         assert float(res.influence[0, i, j]) == pytest.approx(want, abs=1e-9)
     assert not bool(((joint.sum(dim=(0, 2)) >= eps)).all())  # some value really was cut
+
+
+def test_rows_probed_on_demand_equal_rows_probed_at_once(make_model):
+    # Bugs caught: a row probed twice (its passes counted again, or its sums doubled), a later probe
+    # overwriting or shifting the rows already computed, an earlier result changed by a later probe,
+    # the base pass counted again, or eps ignored on demand.
+    from unmask.mi.exact import RowProbes
+
+    model = make_model(seq_len=6, vocab=3)
+    tokens = torch.tensor([[3, 3, 0, 3, 3, 1], [3, 1, 3, 3, 2, 3]])
+    first = torch.tensor([[1, 0, 0, 1, 0, 0], [0, 0, 1, 0, 0, 1]], dtype=torch.bool)
+    second = torch.tensor([[1, 1, 1, 0, 1, 0], [0, 0, 1, 1, 0, 0]], dtype=torch.bool)  # overlaps the first; 3 of its cells given
+    probes = RowProbes(model, tokens, eps=0.05)
+    assert probes.result.passes.tolist() == [1, 1] and not probes.result.rows.any()  # the base pass alone
+    early = probes.probe(first)
+    snapshot = {k: getattr(early, k).clone() for k in ("raw", "joint", "influence", "rows", "bound", "passes")}
+    late = probes.probe(second)
+    assert probes.probe(second) is late  # nothing new: no pass run, the same result
+    whole = exact_mi(model, tokens, rows=first | second, eps=0.05)
+    for k in ("raw", "joint", "influence", "rows", "bound", "passes", "entropy"):
+        assert torch.allclose(getattr(late, k).double(), getattr(whole, k).double(), atol=1e-12), k
+        if k in snapshot:
+            assert torch.equal(getattr(early, k), snapshot[k]), k  # the earlier result is never changed
+    assert torch.equal(early.rows, first & (tokens == model.cfg.mask_id))
+    assert (late.passes < exact_mi(model, tokens, rows=first | second).passes).all()  # eps applies on demand

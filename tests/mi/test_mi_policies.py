@@ -86,9 +86,10 @@ def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv, spec):
     out = decode(oracle, tokens, policy, TokenRule(1.0), seeds=torch.arange(2000))
     assert (out.tokens[:, 0] == out.tokens[:, 1]).all()
     assert (out.nfe == 2).all()  # X1 with X3, then X2
-    # Step 1: a base pass + 3 positions × 3 values; step 2: a base pass + X2's one possible value.
-    assert int(out.extra_passes.sum()) == 2000 * ((1 + 3 * 3) + (1 + 1))
-    assert (out.extra_passes == (1 + 3 * 3) + (1 + 1)).all()  # per row, not just in total
+    # Step 1: a base pass + 3 positions × 3 values (the scan reaches every row); step 2: the base pass
+    # alone (X2, the last masked cell, is taken without a charge, so its row is never probed).
+    assert int(out.extra_passes.sum()) == 2000 * ((1 + 3 * 3) + 1)
+    assert (out.extra_passes == (1 + 3 * 3) + 1).all()  # per row, not just in total
 
 
 @pytest.mark.parametrize("charge", ["influence", "mi", "joint"])
@@ -150,7 +151,7 @@ class Contrarian:
 
 def test_exact_mi_policy_clamps_negative_mi():
     # Bug caught: mi_exact without its clamp of negative MI at 0: a negative charge refills the budget,
-    # so a large λ would let in positions whose own entropy does not fit (here more than the first).
+    # so a large λ would let in positions whose own entropy does not fit (here the third).
     model = Contrarian()
     tokens = torch.full((1, 3), model.mask_id)
     mi = exact_mi(model, tokens).symmetric
@@ -158,10 +159,12 @@ def test_exact_mi_policy_clamps_negative_mi():
     logits, hidden = model(tokens)
     state = DecodeState(tokens, tokens == model.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
     h = float(-(state.probs * state.log_probs).sum(-1)[0, 0])
-    policy = attach(parse_policy(f"mi_exact:gamma={1.5 * h},lam=10,eps=0"), denoiser=model)
+    unclamped = mi_greedy(entropy(state.probs), state.masked, mi.float(), 2.5 * h, 10.0)
+    assert unclamped[0].tolist() == [True, True, True]  # the fixture does refill the budget
+    policy = attach(parse_policy(f"mi_exact:gamma={2.5 * h},lam=10,eps=0"), denoiser=model)
     sel = as_selection(policy.select(state))
-    assert sel.reveal[0].tolist() == [True, False, False]  # 2·H > γ: only the first fits, as with MI = 0
-    assert sel.extra_passes.tolist() == [1 + 3 * 2]
+    assert sel.reveal[0].tolist() == [True, True, False]  # 3·H > γ: two fit, as with MI = 0
+    assert sel.extra_passes.tolist() == [1 + 2 * 2]  # the rows of the first two (the third's H alone does not fit)
 
 
 @pytest.mark.parametrize("lam", [0.0, 1e-9])  # the vectorised prefix and the greedy loop
@@ -200,7 +203,7 @@ def test_exact_mi_policy_needs_its_denoiser_and_passes_eps_on(make_joint):
     state = DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.arange(2))
     with pytest.raises(UnmaskError, match="^mi_exact needs the denoiser to probe$"):
         parse_policy("mi_exact").select(state)
-    sel = as_selection(attach(parse_policy("mi_exact:eps=0.2"), denoiser=oracle).select(state))
+    sel = as_selection(attach(parse_policy("mi_exact:gamma=100,eps=0.2"), denoiser=oracle).select(state))  # every row reached
     assert torch.equal(sel.extra_passes, exact_mi(oracle, tokens, eps=0.2).passes)
     assert (sel.extra_passes < exact_mi(oracle, tokens).passes).all()
 
@@ -498,7 +501,8 @@ def test_exact_prefix_stops_where_the_exact_rule_skips(charge):
     prefix = as_selection(attach(parse_policy(f"exact_prefix:gamma=10,lam=20,charge={charge}"), denoiser=oracle).select(state))
     assert skip.reveal[0].tolist() == [True, False, True]
     assert prefix.reveal[0].tolist() == [True, False, False]
-    assert int(prefix.extra_passes[0]) == 1 + 3 * 3  # its probes, apart from NFE
+    assert int(prefix.extra_passes[0]) == 1 + 2 * 3  # its probes, apart from NFE: X3's row is never reached
+    assert int(skip.extra_passes[0]) == 1 + 3 * 3
 
 
 def test_exact_policies_probe_at_their_own_eps(monkeypatch):
@@ -506,8 +510,9 @@ def test_exact_policies_probe_at_their_own_eps(monkeypatch):
     import unmask.mi.policies as pol
 
     seen = []
-    real = pol.exact_mi
+    real, probes = pol.exact_mi, pol.RowProbes
     monkeypatch.setattr(pol, "exact_mi", lambda *a, **k: seen.append(k.get("eps")) or real(*a, **k))
+    monkeypatch.setattr(pol, "RowProbes", lambda *a, **k: seen.append(k.get("eps")) or probes(*a, **k))
     oracle, state = copy_pair_state()
     for spec in ("exact_prefix:gamma=10,lam=2,charge=mi,eps=0.05", "exact_steps:steps=2,lam=1,charge=mi,eps=0.05"):
         attach(parse_policy(spec), denoiser=oracle).select(state)
@@ -538,3 +543,58 @@ def test_every_head_rule_hands_the_head_the_states_hidden_states_and_predicted_v
 
     attach(parse_policy(spec), mi_head=recording).select(state)
     assert seen and all(torch.equal(h, state.hidden.float()) and torch.equal(p, state.probs) for h, p in seen)
+
+
+def reached_rows(h: list[float], masked: list[bool], charge: torch.Tensor, gamma: float, lam: float, prefix: bool) -> set[int]:
+    """Reference, one state in plain Python: the rows an exact budget rule must probe — at each
+    position its scan reaches whose own entropy still fits, that position's row and the taken ones'."""
+    order = sorted((i for i in range(len(h)) if masked[i]), key=lambda i: (h[i], i))
+    taken, budget, reached = [order[0]], gamma - h[order[0]], set()
+    for i in order[1:]:
+        if h[i] > budget:
+            if prefix:
+                break
+            continue
+        reached |= {i, *taken}
+        cost = h[i] + lam * sum(float(charge[i, j]) for j in taken)
+        if cost <= budget:
+            taken.append(i)
+            budget -= cost
+        elif prefix:
+            break
+    return reached
+
+
+CHARGES = {"mi_exact:gamma={g},lam={lam},eps=0": lambda r: r.symmetric.clamp_min(0),
+           "mi_exact:gamma={g},lam={lam},eps=0,joint=1": lambda r: r.symmetric_joint,
+           "influence_exact:gamma={g},lam={lam},eps=0": lambda r: r.symmetric_influence,
+           "exact_prefix:gamma={g},lam={lam},charge=mi,eps=0": lambda r: r.symmetric.clamp_min(0)}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_rules_probe_only_the_rows_their_scan_needs_and_choose_as_with_every_row(make_joint, seed):
+    # The oracle rules probe a row only when their scan reaches it with its entropy still fitting.
+    # Bugs caught: a choice that differs from the rule on the full matrix (a row missing when its
+    # charge is read, a pair charged from one direction only), rows probed the scan never needs, or
+    # their passes miscounted (each state: the base pass + every value of every reached row).
+    g = torch.Generator().manual_seed(seed)
+    oracle = make_joint(seq_len=6, vocab=3, seed=seed, alpha=0.3)
+    tokens = torch.where(torch.rand(4, 6, generator=g) < 0.7, oracle.mask_id, torch.randint(3, (4, 6), generator=g))
+    tokens[:, 0] = oracle.mask_id  # every state has a masked cell
+    logits, hidden = oracle(tokens)
+    state = DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.arange(4))
+    h = entropy(state.probs)  # (B, L)
+    full = exact_mi(oracle, tokens)
+    fewer = False
+    for spec, charge in CHARGES.items():
+        for gamma in (0.3, 1.0, 2.5):
+            for lam in (0.5, 4.0):
+                prefix = spec.startswith("exact_prefix")
+                sel = as_selection(attach(parse_policy(spec.format(g=gamma, lam=lam)), denoiser=oracle).select(state))
+                want = mi_greedy(h, state.masked, charge(full).float(), gamma, lam, prefix)
+                assert torch.equal(sel.reveal, want), (spec, gamma, lam)
+                for b in range(4):
+                    rows = reached_rows(h[b].tolist(), state.masked[b].tolist(), charge(full)[b], gamma, lam, prefix)
+                    assert int(sel.extra_passes[b]) == 1 + int((state.probs[b, sorted(rows)] > 0).sum()), (spec, gamma, lam, b)
+                fewer |= bool((sel.extra_passes < full.passes).any())
+    assert fewer  # some state needs fewer probes than every row's

@@ -7,7 +7,8 @@ running again gives P(X_j | X_i = v, C); then
     I(X_i; X_j | C) = H(X_j | C) − Σ_v P(X_i = v | C) · H(X_j | X_i = v, C)        (row i, column j)
 
 — 1 + N·|V| passes for N masked positions. Two honest savings: only a chosen subset of rows i, and
-skipping values with P(X_i = v | C) < ε. The skipped mass m_i is filled in with the kept values'
+skipping values with P(X_i = v | C) < ε. :class:`RowProbes` computes rows on demand, each once: the
+oracle decoders (:mod:`unmask.mi.policies`) ask only for the rows their scan reads. The skipped mass m_i is filled in with the kept values'
 average conditional entropy; since every conditional entropy lies in [0, log V], the error of any
 entry in row i is at most m_i · log V (returned as ``bound``).
 
@@ -108,46 +109,79 @@ def exact_mi(
         eps: skip values v with P(X_i = v | C) < eps (error bound reported per row).
         batch_size: probe sequences per forward pass.
     """
-    b, n = tokens.shape
-    dev = tokens.device  # every tensor stays where the tokens (and the model) are
-    masked = tokens == denoiser.mask_id  # (B, L)
-    rows = masked if rows is None else rows & masked
-    log_p = _log_probs(denoiser, tokens)  # (B, L, V)
-    p = log_p.exp()
-    h = entropy(p) * masked  # (B, L)
-    v = p.shape[-1]
+    probes = RowProbes(denoiser, tokens, eps, batch_size)
+    return probes.probe(probes.masked if rows is None else rows)
 
-    # Values of probability exactly 0 contribute nothing and are always skipped; the most likely
-    # value is always probed, so no row is left without a conditional.
-    top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
-    probe = rows[:, :, None] & ((p >= eps) | top) & (p > 0)  # (B, L, V)
-    bi, ii, vi = probe.nonzero(as_tuple=True)  # (K,) each: state, row, value of every probe
-    probe_tokens = tokens[bi].clone()
-    probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
-    w = p[bi, ii, vi]  # (K,) P(X_i = v | C)
-    expected = torch.zeros(b, n, n, dtype=torch.float64, device=dev)  # (B, L, L) Σ_v P(X_i = v) H(X_j | X_i = v, C)
-    mixture = torch.zeros(b, n, n, v, dtype=torch.float64, device=dev)  # (B, L, L, V) Σ_v P(X_i = v) P(X_j | X_i = v, C)
-    moved = torch.zeros(b, n, n, dtype=torch.float64, device=dev)  # (B, L, L) Σ_v P(X_i = v) TV(P(X_j | X_i = v, C), P(X_j | C))
-    for k in range(0, len(bi), batch_size):  # one chunk of probes at a time: (chunk, L, V) in memory, never (K, L, V)
-        at = slice(k, k + batch_size)
-        p_cond = _log_probs(denoiser, probe_tokens[at]).exp()  # (k, L, V) P(X_j | X_i = v, C)
-        p_cond[torch.arange(len(p_cond), device=dev), ii[at]] = F.one_hot(vi[at], v).to(p_cond.dtype)  # X_i is now known
-        h_cond = entropy(p_cond) * masked[bi[at]]  # (k, L) given positions have no uncertainty
-        expected.index_put_((bi[at], ii[at]), w[at, None] * h_cond, accumulate=True)
-        mixture.index_put_((bi[at], ii[at]), w[at, None, None] * p_cond, accumulate=True)
-        tv = 0.5 * (p_cond - p[bi[at]]).abs().sum(-1) * masked[bi[at]]  # (k, L) how far X_i = v moves each X_j
-        moved.index_put_((bi[at], ii[at]), w[at, None] * tv, accumulate=True)
-    kept = torch.zeros(b, n, dtype=torch.float64, device=dev).index_put_((bi, ii), w, accumulate=True)  # (B, L)
-    # Fill in the skipped mass with the kept values' average conditional entropy.
-    expected = expected / kept.clamp_min(1e-300)[:, :, None]
-    on_pairs = rows[:, :, None] * masked[:, None, :]  # (B, L, L) computed rows, masked columns
-    raw = (h[:, None, :] - expected) * on_pairs
-    mixture = mixture / kept.clamp_min(1e-300)[:, :, None, None]  # the probe joint's X_j marginal (kept values)
-    joint = ((entropy(mixture) - expected) * on_pairs).clamp_min(0)  # a true MI: ≥ 0 up to rounding
-    influence = moved / kept.clamp_min(1e-300)[:, :, None] * on_pairs  # (kept values, as the others)
-    bound = (1 - kept).clamp_min(0) * math.log(v) * rows
-    passes = 1 + torch.bincount(bi, minlength=b)
-    return ExactMI(raw, rows, h, bound, passes, joint, influence)
+
+class RowProbes:
+    """The rows of :func:`exact_mi` probed on demand: one base pass when made, then :meth:`probe` runs
+    the probes of the rows asked for that are not yet computed (each row once, whatever else is
+    probed with it). An oracle decoder asks for a row only when its scan needs that row's charge."""
+
+    @torch.no_grad()
+    def __init__(self, denoiser: Denoiser, tokens: torch.Tensor, eps: float = 0.0, batch_size: int = 1024) -> None:
+        self.denoiser, self.tokens, self.eps, self.batch_size = denoiser, tokens, eps, batch_size
+        b, n = tokens.shape
+        self.masked = tokens == denoiser.mask_id  # (B, L)
+        self.p = _log_probs(denoiser, tokens).exp()  # (B, L, V) P(X_j | C)
+        self.h = entropy(self.p) * self.masked  # (B, L)
+        empty = torch.zeros(b, n, n, dtype=torch.float64, device=tokens.device)  # (B, L, L)
+        self.result = ExactMI(empty, torch.zeros_like(self.masked), self.h, torch.zeros_like(self.h),
+                              torch.ones(b, dtype=torch.long, device=tokens.device), empty, empty)  # the base pass only
+
+    @torch.no_grad()
+    def probe(self, rows: torch.Tensor) -> ExactMI:
+        """Compute the masked rows of ``rows`` ``(B, L)`` bool not computed yet; the result so far (a
+        new :class:`ExactMI`: an earlier one is never changed)."""
+        new = rows & self.masked & ~self.result.rows  # (B, L)
+        if new.any():
+            self.result = self._add(*new.nonzero(as_tuple=True))
+        return self.result
+
+    def _add(self, bs: torch.Tensor, ks: torch.Tensor) -> ExactMI:
+        """The result with the rows (state ``bs``, position ``ks``) ``(R,)`` each added."""
+        dev, tokens, masked, v = self.tokens.device, self.tokens, self.masked, self.p.shape[-1]
+        n = tokens.shape[1]
+        p = self.p[bs, ks]  # (R, V) P(X_i = v | C)
+        # Values of probability exactly 0 contribute nothing and are always skipped; the most likely
+        # value is always probed, so no row is left without a conditional.
+        top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
+        ri, vi = (((p >= self.eps) | top) & (p > 0)).nonzero(as_tuple=True)  # (K,) each: row, value of every probe
+        bi, ii = bs[ri], ks[ri]  # (K,) its state and position
+        probe_tokens = tokens[bi].clone()
+        probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
+        w = p[ri, vi]  # (K,) P(X_i = v | C)
+        r = len(bs)
+        expected = torch.zeros(r, n, dtype=torch.float64, device=dev)  # (R, L) Σ_v P(X_i = v) H(X_j | X_i = v, C)
+        mixture = torch.zeros(r, n, v, dtype=torch.float64, device=dev)  # (R, L, V) Σ_v P(X_i = v) P(X_j | X_i = v, C)
+        moved = torch.zeros(r, n, dtype=torch.float64, device=dev)  # (R, L) Σ_v P(X_i = v) TV(P(X_j | X_i = v, C), P(X_j | C))
+        for k in range(0, len(bi), self.batch_size):  # one chunk of probes at a time: (chunk, L, V) in memory, never (K, L, V)
+            at = slice(k, k + self.batch_size)
+            p_cond = _log_probs(self.denoiser, probe_tokens[at]).exp()  # (k, L, V) P(X_j | X_i = v, C)
+            p_cond[torch.arange(len(p_cond), device=dev), ii[at]] = F.one_hot(vi[at], v).to(p_cond.dtype)  # X_i is now known
+            h_cond = entropy(p_cond) * masked[bi[at]]  # (k, L) given positions have no uncertainty
+            expected.index_add_(0, ri[at], w[at, None] * h_cond)
+            mixture.index_add_(0, ri[at], w[at, None, None] * p_cond)
+            tv = 0.5 * (p_cond - self.p[bi[at]]).abs().sum(-1) * masked[bi[at]]  # (k, L) how far X_i = v moves each X_j
+            moved.index_add_(0, ri[at], w[at, None] * tv)
+        kept = torch.zeros(r, dtype=torch.float64, device=dev).index_add_(0, ri, w)[:, None]  # (R, 1)
+        cols = masked[bs]  # (R, L) masked columns
+        # Fill in the skipped mass with the kept values' average conditional entropy.
+        expected = expected / kept.clamp_min(1e-300)
+        raw = (self.h[bs] - expected) * cols
+        mixture = mixture / kept.clamp_min(1e-300)[..., None]  # the probe joint's X_j marginal (kept values)
+        joint = ((entropy(mixture) - expected) * cols).clamp_min(0)  # a true MI: ≥ 0 up to rounding
+        influence = moved / kept.clamp_min(1e-300) * cols  # (kept values, as the others)
+        old = self.result
+        return ExactMI(
+            raw=old.raw.index_put((bs, ks), raw),
+            rows=old.rows.index_put((bs, ks), torch.ones_like(bs, dtype=torch.bool)),
+            entropy=self.h,
+            bound=old.bound.index_put((bs, ks), (1 - kept[:, 0]).clamp_min(0) * math.log(v)),
+            passes=old.passes + torch.bincount(bi, minlength=len(old.passes)),
+            joint=old.joint.index_put((bs, ks), joint),
+            influence=old.influence.index_put((bs, ks), influence),
+        )
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:

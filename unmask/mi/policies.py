@@ -12,8 +12,9 @@ same γ, so the charge decides only *how many* to reveal (fewer where the most c
 each other), never *which* — the pace apart from the choice, the other way round from ``mi_paced``.
 
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
-step); ``mi_exact`` probes the model itself (:func:`unmask.mi.exact_mi`) and returns every pass it
-runs (its own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
+step); ``mi_exact`` probes the model itself (:class:`unmask.mi.exact.RowProbes`), a row only when its
+scan reaches a position whose entropy still fits, and returns every pass it runs (its own base pass
+included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
 
 ``influence_exact`` is the ``mi_exact`` rule charging DEMASK's exact total-variation influence
 instead of MI (an oracle too); ``exact_steps`` is ``mi_steps`` with such an exact charge.
@@ -33,6 +34,7 @@ optionally keeps very uncertain positions out).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -42,15 +44,19 @@ from unmask.decode.registry import register
 from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState, budget_count, take_top
 from unmask.errors import UnmaskError
-from unmask.mi.exact import exact_mi
+from unmask.mi.exact import RowProbes, exact_mi
 
 
-def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, gamma: float, lam: float,
-              prefix: bool = False) -> torch.Tensor:
+def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None,
+              gamma: float, lam: float, prefix: bool = False) -> torch.Tensor:
     """``(B, L)`` bool reveal set of the greedy entropy + λ·MI budget rule.
 
     Args:
-        h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI (unused if λ = 0).
+        h: ``(B, L)`` entropies; masked: ``(B, L)`` bool; mi: ``(B, L, L)`` pairwise MI ≥ 0 (unused if
+            λ = 0), or a function of the rows ``(B, L)`` bool whose charge the scan needs now → such a
+            matrix right on those rows and their pairs: an exact oracle then probes only the rows the
+            scan reaches (the candidate and the taken set, where the candidate's own entropy fits).
+            Both choose the same set: a position whose entropy alone does not fit is never taken.
         prefix: stop at the first position that does not fit instead of passing over it, so the
             set is always a prefix of entropy order, never longer than the entropy budget's (λ = 0)
             at the same γ: the charge sets only how many are revealed, not which.
@@ -65,9 +71,15 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, ga
     taken = torch.zeros_like(masked)
     budget = torch.full((b,), float(gamma), dtype=h.dtype, device=h.device)
     open_ = torch.ones(b, dtype=torch.bool, device=h.device)  # (B,) False once a prefix row has stopped
+    charge = torch.zeros(b, h.shape[1], h.shape[1], dtype=h.dtype, device=h.device) if callable(mi) else mi  # (B, L, L)
     for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
         i = order[:, k]  # (B,) k-th candidate of each row
-        cost = h[rows, i] + lam * (mi[rows, i] * taken).sum(1)
+        may = masked[rows, i] & (h[rows, i] <= budget) & open_ & (k > 0)  # (B,) could fit: its charge is read
+        if callable(mi) and may.any():  # the rows of those candidates, and of what they would be charged with
+            need = taken.clone()
+            need[rows, i] = True
+            charge = mi(need & may[:, None])
+        cost = h[rows, i] + lam * (charge[rows, i] * taken).sum(1)
         take = masked[rows, i] & ((k == 0) | ((cost <= budget) & open_))
         taken[rows, i] = take
         budget = budget - cost * take
@@ -211,7 +223,7 @@ class MIPrefix:
 @register("mi_exact")
 @dataclass(frozen=True)
 class MIExact:
-    """The same rule with exact MI from probing the denoiser (1 + N·|V| passes, returned apart): an oracle."""
+    """The same rule with exact MI from probing the denoiser (at most 1 + N·|V| passes a step, returned apart: a row is probed only when the scan needs it): an oracle."""
 
     gamma: float = 0.1  # γ: budget in nats per step
     lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
@@ -314,13 +326,16 @@ class ExactPrefix:
 
 def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Selection:
     """The greedy budget rule (stopped at the first misfit with ``prefix``) with the pairwise
-    ``charge(ExactMI)`` ``(B, L, L)`` of ``policy.denoiser``'s exact probes (``policy``'s γ, λ and ε);
-    every pass the probes run is returned as extra passes."""
+    ``charge(ExactMI)`` ``(B, L, L)`` (≥ 0) of ``policy.denoiser``'s exact probes (``policy``'s γ, λ and
+    ε); every pass the probes run is returned as extra passes. A row is probed only when the scan
+    needs its charge (:func:`mi_greedy`): the choice of probing every masked row, at a fraction of the
+    passes (benchmarks/oracle_probes.py)."""
     if policy.denoiser is None:
         raise UnmaskError(f"{policy.spec_name} needs the denoiser to probe")
-    res = exact_mi(policy.denoiser, state.tokens, eps=policy.eps)
-    reveal = mi_greedy(entropy(state.probs), state.masked, charge(res).float(), policy.gamma, policy.lam, prefix)
-    return Selection(reveal, extra_passes=res.passes)  # its own base pass included: it is a real pass
+    probes = RowProbes(policy.denoiser, state.tokens, eps=policy.eps)
+    reveal = mi_greedy(entropy(state.probs), state.masked, lambda rows: charge(probes.probe(rows)).float(),
+                       policy.gamma, policy.lam, prefix)
+    return Selection(reveal, extra_passes=probes.result.passes)  # its own base pass included: it is a real pass
 
 
 @register("demask")
