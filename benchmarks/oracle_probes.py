@@ -40,7 +40,8 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 SETS = ("test-kaggle", "test-hard")
 SPECS = ["mi_exact:gamma=0.3,lam=2", "mi_exact:gamma=1,lam=2", "mi_exact:gamma=3,lam=2",
-         "exact_prefix:gamma=1,lam=2,charge=mi", "influence_exact:gamma=1,lam=2"]  # the frontier's oracles (sudoku_frontier.ORACLE)
+         "exact_prefix:gamma=1,lam=2,charge=mi", "influence_exact:gamma=1,lam=2",  # the frontier's oracles (sudoku_frontier.ORACLE)
+         "mi_exact:gamma=1,lam=2,eps=0.0003", "exact_prefix:gamma=1,lam=2,charge=mi,eps=0.0003"]  # at ≤ 10⁻³ nats (exact_mi_scaling)
 COLUMNS = ["set", "policy", "puzzles", "accuracy %", "mean_nfe", "probe_passes", "every_row_passes", "plain_passes",
            "saving_vs_every_row_x", "saving_vs_plain_x", "same_choices"]
 
