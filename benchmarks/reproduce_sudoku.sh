@@ -204,6 +204,7 @@ exact_and_frontier() {
   local D="$R"/head-influence-10k G18=(0.01 0.03 0.1 0.3 0.5 0.7 1 1.5 2 2.5 3 4 5 7 10 15 30 100)
   run python benchmarks/exact_mi_scaling.py --model "$MODEL" --n 20 --eps 3e-4 1e-3 1e-2 1e-1 --skip 1e-3 --skip-eps 3e-4 1e-3 \
       --out "$R"
+  run python benchmarks/oracle_probes.py --model "$MODEL" --n 30 --check 3 --out "$R"   # the oracles' probe passes: 6.9 min
   run rm -f "$R"/sudoku_frontier.json  # the file starts afresh, as it did (its first run, a full one, refuses to drop an old file's D-head rows)
   run "${F[@]}" --exact-n 0 --quick                                            # every family, every other point: 25.7 min
   run "${F[@]}" --families "entropy budget"                                    # its whole sweep: 1.1 min
