@@ -223,7 +223,8 @@ class MIPrefix:
 @register("mi_exact")
 @dataclass(frozen=True)
 class MIExact:
-    """The same rule with exact MI from probing the denoiser (at most 1 + N·|V| passes a step, returned apart: a row is probed only when the scan needs it): an oracle."""
+    """The same rule with exact MI from probing the denoiser (at most 1 + N·|V| passes a step, returned
+    apart: a row is probed only when the scan needs it): an oracle."""
 
     gamma: float = 0.1  # γ: budget in nats per step
     lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
