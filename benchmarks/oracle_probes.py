@@ -31,6 +31,7 @@ from tqdm import tqdm
 import unmask.mi.policies as mi_policies
 from unmask.decode import decode
 from unmask.decode.state import DecodeState
+from unmask.errors import UnmaskError
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.exact import RowProbes
 from unmask.model import load_model
@@ -114,10 +115,10 @@ def main(argv: list[str] | None = None) -> None:
     model = load_model(args.model, task="sudoku")
     try:
         policies = [build_policy(s, model, args.model) for s in args.specs]
-    except Exception as e:  # an unknown or malformed spec: one line
+    except UnmaskError as e:  # an unknown or malformed spec: one line
         p.error(f"--specs: {e}")
-    if not all(hasattr(pol, "denoiser") and hasattr(pol, "eps") for pol in policies):
-        p.error("--specs: only exact rules probe (mi_exact, influence_exact, exact_prefix)")
+    if not all(hasattr(pol, "denoiser") and hasattr(pol, "gamma") for pol in policies):
+        p.error("--specs: only the exact budget rules probe as their scan reads (mi_exact, influence_exact, exact_prefix)")
     rows = []
     for split in SETS:
         puzzles = standard_set(args.data_dir, split, args.n)  # made if missing

@@ -45,7 +45,7 @@ def test_probe_counts_and_the_choices_check(tmp_path, sudoku_few_blanks_inputs):
     assert (tmp_path / "oracle_probes.md").read_text().count("\n") == 2 + len(result["rows"])
 
 
-@pytest.mark.parametrize("bad", [["--specs", "mi:gamma=1"], ["--specs", "no_such_rule"], ["--n", "2", "--check", "3"], ["--n", "0"]])
+@pytest.mark.parametrize("bad", [["--specs", "mi:gamma=1"], ["--specs", "exact_steps:steps=3"], ["--specs", "no_such_rule"], ["--n", "2", "--check", "3"], ["--n", "0"]])
 def test_bad_settings_are_refused_in_one_line(tmp_path, sudoku_few_blanks_inputs, capsys, bad):
     script = load_script("oracle_probes")
     model_dir, data = sudoku_few_blanks_inputs

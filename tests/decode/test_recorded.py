@@ -46,6 +46,7 @@ MATHS3 = MODELS / "maths-3step"
 
 
 TIE = 1e-6  # scores closer than this are a float32 near-tie (a probability near 1 resolves to ~6e-8)
+LAZY_PROBES = {"mi_exact:gamma=0.5,lam=1,eps=0.01": 569}  # probe passes on the record's states (7,072 with every row probed)
 MAX_TIES = 0.1  # largest share of (sequence, step) choices that may differ from the record, each at a near-tie
 
 
@@ -123,9 +124,10 @@ def test_sudoku_decodes_as_recorded(rec, sudoku):
     res = check(model, tokens, policy, rec, seeds=torch.arange(8) + 5)
     # The record's probe passes probed every masked row at every step; since 2026-12-06 the exact
     # rules probe a row only when their scan needs it (the same choices: tests/mi/test_mi_policies.py),
-    # so they spend fewer, and none where nothing was probed then.
+    # so they spend fewer: LAZY_PROBES, measured then (within 2 %: a near-tie on another CPU may move a
+    # cell across the budget), and none where nothing was probed.
     probes = int(res.extra_passes.sum())
-    assert 0 < probes < rec["probe_passes"] if "probe_passes" in rec else probes == 0
+    assert abs(probes - LAZY_PROBES[rec["spec"]]) <= 0.02 * LAZY_PROBES[rec["spec"]] if "probe_passes" in rec else probes == 0
 
 
 @pytest.fixture(scope="module")

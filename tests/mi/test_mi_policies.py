@@ -598,3 +598,16 @@ def test_exact_rules_probe_only_the_rows_their_scan_needs_and_choose_as_with_eve
                     assert int(sel.extra_passes[b]) == 1 + int((state.probs[b, sorted(rows)] > 0).sum()), (spec, gamma, lam, b)
                 fewer |= bool((sel.extra_passes < full.passes).any())
     assert fewer  # some state needs fewer probes than every row's
+
+
+def test_a_cell_that_exactly_fits_is_probed_and_charged():
+    # Entropies 0.25, 0.5, 1 (exact in float32), γ = 0.75: after the first, the second's entropy fills
+    # the budget exactly, so its charge decides. Bug caught: the scan asking for a row only where the
+    # entropy fits strictly (h < budget), so an exactly fitting cell is taken uncharged.
+    h = torch.tensor([[0.25, 0.5, 1.0]])
+    masked = torch.ones(1, 3, dtype=torch.bool)
+    charge = torch.ones(1, 3, 3)  # every pair charged
+    asked = []
+    lazy = mi_greedy(h, masked, lambda rows: asked.append(rows.clone()) or charge, 0.75, 1.0)
+    assert lazy[0].tolist() == mi_greedy(h, masked, charge, 0.75, 1.0)[0].tolist() == [True, False, False]
+    assert [r[0].tolist() for r in asked] == [[True, True, False]]  # the second's row and the first's, never the third's

@@ -7,10 +7,10 @@ running again gives P(X_j | X_i = v, C); then
     I(X_i; X_j | C) = H(X_j | C) − Σ_v P(X_i = v | C) · H(X_j | X_i = v, C)        (row i, column j)
 
 — 1 + N·|V| passes for N masked positions. Two honest savings: only a chosen subset of rows i, and
-skipping values with P(X_i = v | C) < ε. :class:`RowProbes` computes rows on demand, each once: the
-oracle decoders (:mod:`unmask.mi.policies`) ask only for the rows their scan reads. The skipped mass m_i is filled in with the kept values'
+skipping values with P(X_i = v | C) < ε. The skipped mass m_i is filled in with the kept values'
 average conditional entropy; since every conditional entropy lies in [0, log V], the error of any
-entry in row i is at most m_i · log V (returned as ``bound``).
+entry in row i is at most m_i · log V (returned as ``bound``). :class:`RowProbes` computes rows on
+demand, each once: the oracle decoders (:mod:`unmask.mi.policies`) ask only for the rows they read.
 
 A model's conditionals are not one consistent joint, so I[i, j] ≠ I[j, i] in general and entries
 can be negative (38 % of entries on Sudoku states, down to −1.89 nats: benchmarks/results/
@@ -116,7 +116,9 @@ def exact_mi(
 class RowProbes:
     """The rows of :func:`exact_mi` probed on demand: one base pass when made, then :meth:`probe` runs
     the probes of the rows asked for that are not yet computed (each row once, whatever else is
-    probed with it). An oracle decoder asks for a row only when its scan needs that row's charge."""
+    probed with it). An oracle decoder asks for a row only when its scan needs that row's charge.
+    The arguments are :func:`exact_mi`'s; the numbers are its numbers, however the rows are split.
+    (Results share their unchanged tensors with earlier ones: read them, never write into them.)"""
 
     @torch.no_grad()
     def __init__(self, denoiser: Denoiser, tokens: torch.Tensor, eps: float = 0.0, batch_size: int = 1024) -> None:
