@@ -195,7 +195,7 @@ relu_head() {
 
 # 7. Exact MI that scales (16.5 min on one thread); the frontier on 150 puzzles per set, family by family and
 #    oracle by oracle (about 5 hours on 2 cores, the runs in the order that made the file), and on 300
-#    (1.5 hours); the prefix rule's gaps with bootstrap intervals on all of test-hard (69.8 min); why the
+#    (1.5 hours); the prefix rule's gaps with bootstrap intervals on all of test-hard (63.9 min); why the
 #    parallel decodes fail (6.8 min); the charge at a fixed number of passes (16.6 min, its exact-charge
 #    oracle 58.9 min, then its tables beside the 300-puzzle frontier) and what it fails through (2.2 min);
 #    the passes the puzzles allow (seconds; no model, a table beside the policy table).
@@ -241,7 +241,7 @@ exact_and_frontier() {
   run "${F300[@]}" --families "prefix, MI head λ=2" "prefix, MI head λ=8"                            # 16.8 min
   run "${F300[@]}" --families "prefix, MI head λ=0.5" "prefix, MI head λ=1" "prefix, MI head λ=4"    # 21 min
   run "${F300[@]}" --families "entropy budget" --extend                        # the budget's finer points: 2.3 min
-  run python benchmarks/sudoku_prefix_gap.py --model "$MODEL" --threads 2 --lams 2 --exact-n 300 --out "$R"
+  run python benchmarks/sudoku_prefix_gap.py --model "$MODEL" --threads 2 --lams 2 --exact-n 1000 --out "$R"
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 150 --threads 2 --out "$R"
   local S=(python benchmarks/sudoku_fixed_steps.py --model "$MODEL" --influence-head "$D" --n 300
            --steps-kaggle 2 3 --steps-hard 3 4 5 6 8 10 --threads 2 --out "$R")
