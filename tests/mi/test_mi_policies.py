@@ -611,3 +611,18 @@ def test_a_cell_that_exactly_fits_is_probed_and_charged():
     lazy = mi_greedy(h, masked, lambda rows: asked.append(rows.clone()) or charge, 0.75, 1.0)
     assert lazy[0].tolist() == mi_greedy(h, masked, charge, 0.75, 1.0)[0].tolist() == [True, False, False]
     assert [r[0].tolist() for r in asked] == [[True, True, False]]  # the second's row and the first's, never the third's
+
+
+def test_an_exact_rule_refuses_a_negative_charge():
+    # The pruning is exact only for charges >= 0 (an unprobed cell is one whose entropy alone does not
+    # fit). Bug caught: a future charge without its clamp silently choosing differently from the full matrix.
+    from unmask.mi.policies import exact_budget
+
+    model = Contrarian()
+    tokens = torch.full((1, 3), model.mask_id)
+    logits, hidden = model(tokens)
+    state = DecodeState(tokens, tokens == model.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
+    policy = attach(parse_policy("mi_exact:gamma=10,lam=10,eps=0"), denoiser=model)
+    with pytest.raises(UnmaskError, match="^mi_exact: an exact charge must be >= 0 \\(clamp it\\), got -0"):
+        exact_budget(policy, state, lambda res: res.symmetric)  # the paper's I unclamped: negative here
+    assert as_selection(exact_budget(policy, state, lambda res: res.symmetric.clamp_min(0))).reveal.any()

@@ -334,8 +334,14 @@ def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Se
     if policy.denoiser is None:
         raise UnmaskError(f"{policy.spec_name} needs the denoiser to probe")
     probes = RowProbes(policy.denoiser, state.tokens, eps=policy.eps)
-    reveal = mi_greedy(entropy(state.probs), state.masked, lambda rows: charge(probes.probe(rows)).float(),
-                       policy.gamma, policy.lam, prefix)
+
+    def charged(rows: torch.Tensor) -> torch.Tensor:  # (B, L, L), right on ``rows``
+        c = charge(probes.probe(rows)).float()
+        if (c < 0).any():  # a negative charge refills the budget: a cell left unprobed might have fitted
+            raise UnmaskError(f"{policy.spec_name}: an exact charge must be >= 0 (clamp it), got {float(c.min()):.3g}")
+        return c
+
+    reveal = mi_greedy(entropy(state.probs), state.masked, charged, policy.gamma, policy.lam, prefix)
     return Selection(reveal, extra_passes=probes.result.passes)  # its own base pass included: it is a real pass
 
 
