@@ -33,7 +33,7 @@ from unmask.decode import decode
 from unmask.decode.state import DecodeState
 from unmask.errors import UnmaskError
 from unmask.eval import markdown_table, shown_path
-from unmask.mi.exact import RowProbes
+from unmask.mi.exact import RowProbes, probed_values
 from unmask.model import load_model
 from unmask.policies import build_policy, policy_spec
 from unmask.tasks.sudoku.generate import standard_set
@@ -64,8 +64,7 @@ class Counted:
 
     def select(self, state: DecodeState):
         p = state.probs  # (R, L, V)
-        top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
-        values = (((p >= self.inner.eps) | top) & (p > 0) & state.masked[..., None]).sum((1, 2))  # (R,) as exact_mi probes them
+        values = (probed_values(p, self.inner.eps) & state.masked[..., None]).sum((1, 2))  # (R,) as exact_mi probes them
         self.every_row.index_add_(0, state.rows.cpu(), 1 + values.cpu())
         self.plain.index_add_(0, state.rows.cpu(), 1 + state.masked.sum(1).cpu() * self.values)
         return self.inner.select(state)

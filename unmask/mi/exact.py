@@ -145,10 +145,7 @@ class RowProbes:
         dev, tokens, masked, v = self.tokens.device, self.tokens, self.masked, self.p.shape[-1]
         n = tokens.shape[1]
         p = self.p[bs, ks]  # (R, V) P(X_i = v | C)
-        # Values of probability exactly 0 contribute nothing and are always skipped; the most likely
-        # value is always probed, so no row is left without a conditional.
-        top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
-        ri, vi = (((p >= self.eps) | top) & (p > 0)).nonzero(as_tuple=True)  # (K,) each: row, value of every probe
+        ri, vi = probed_values(p, self.eps).nonzero(as_tuple=True)  # (K,) each: row, value of every probe
         bi, ii = bs[ri], ks[ri]  # (K,) its state and position
         probe_tokens = tokens[bi].clone()
         probe_tokens[torch.arange(len(bi), device=dev), ii] = vi
@@ -184,6 +181,14 @@ class RowProbes:
             joint=old.joint.index_put((bs, ks), joint),
             influence=old.influence.index_put((bs, ks), influence),
         )
+
+
+def probed_values(p: torch.Tensor, eps: float) -> torch.Tensor:
+    """``(…, V)`` bool: the values of a row's P(X_i | C) ``(…, V)`` that get a probe pass. Values of
+    probability exactly 0 contribute nothing and are always skipped; the most likely value is always
+    probed, so no row is left without a conditional."""
+    top = torch.zeros_like(p, dtype=torch.bool).scatter_(-1, p.argmax(-1, keepdim=True), True)
+    return ((p >= eps) | top) & (p > 0)
 
 
 def _log_probs(denoiser: Denoiser, tokens: torch.Tensor) -> torch.Tensor:

@@ -74,11 +74,12 @@ def mi_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | Callable
     charge = torch.zeros(b, h.shape[1], h.shape[1], dtype=h.dtype, device=h.device) if callable(mi) else mi  # (B, L, L)
     for k in range(int(masked.sum(1).max())):  # vectorised over the batch; ≤ L iterations
         i = order[:, k]  # (B,) k-th candidate of each row
-        may = masked[rows, i] & (h[rows, i] <= budget) & open_ & (k > 0)  # (B,) could fit: its charge is read
-        if callable(mi) and may.any():  # the rows of those candidates, and of what they would be charged with
-            need = taken.clone()
-            need[rows, i] = True
-            charge = mi(need & may[:, None])
+        if callable(mi):  # the rows of the candidates that could fit (their charge is read) and of the taken set
+            may = masked[rows, i] & (h[rows, i] <= budget) & open_ & (k > 0)  # (B,)
+            if may.any():
+                need = taken.clone()
+                need[rows, i] = True
+                charge = mi(need & may[:, None])
         cost = h[rows, i] + lam * (charge[rows, i] * taken).sum(1)
         take = masked[rows, i] & ((k == 0) | ((cost <= budget) & open_))
         taken[rows, i] = take
