@@ -36,7 +36,8 @@ from pathlib import Path
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import decode_all, markdown_table, mixture_gap_interval, results_cache, row_gap_interval, shown_path
+from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, results_cache,
+                         row_gap_interval, shown_path)
 from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
@@ -135,12 +136,6 @@ def main(argv: list[str] | None = None) -> None:
     cache.done()
 
 
-def outcomes(rows: list[dict], n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(solved, nfe)``, each ``(R, n)``, of a family's rows on their first ``n`` puzzles."""
-    solved = torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows])  # (R, n)
-    return solved, torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64)
-
-
 def gap_rows(rows: list[dict], points: list[float], resamples: int) -> dict[str, list[dict]]:
     """Each MI family against the entropy budget, with 95 % paired bootstrap intervals (accuracy
     points): ``gaps``, its mixture gap at every mean NFE of ``points``; ``row_gaps``, each of its rows
@@ -154,18 +149,12 @@ def gap_rows(rows: list[dict], points: list[float], resamples: int) -> dict[str,
             mine = [r for r in rows if r["family"] == family]
             if len(mine[0]["solved"]) < n:
                 continue
-            for g in mixture_gap_interval(outcomes(base, n), outcomes(mine, n), points, resamples):
-                gaps.append({"puzzles": n, "family": family, "nfe": g["nfe"], **summary(g)})
-            for g in row_gap_interval(outcomes(base, n), outcomes(mine, n), resamples):
+            for g in mixture_gap_interval(family_outcomes(base, n), family_outcomes(mine, n), points, resamples):
+                gaps.append({"puzzles": n, "family": family, "nfe": g["nfe"], **gap_summary(g)})
+            for g in row_gap_interval(family_outcomes(base, n), family_outcomes(mine, n), resamples):
                 row_gaps.append({"puzzles": n, "family": family, "policy": mine[g["row"]]["policy"], "mean_nfe": round(g["nfe"], 2),
-                                 "accuracy %": round(g["accuracy %"], 1), **summary(g)})
+                                 "accuracy %": round(g["accuracy %"], 1), **gap_summary(g)})
     return {"gaps": gaps, "row_gaps": row_gaps}
-
-
-def summary(g: dict) -> dict:
-    """The shown figures of one bootstrapped gap."""
-    return {"gap": round(g["gap"], 1), "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2),
-            "high": round(g["high"], 2), "share of resamples ahead": round(g["share_ahead"], 3), "defined": round(g["defined"], 3)}
 
 
 def write(result: dict, out: Path, name: str) -> None:

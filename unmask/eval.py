@@ -260,6 +260,20 @@ def row_gap_interval(base: Family, other: Family, resamples: int = 2000, level: 
     return out
 
 
+def family_outcomes(rows: list[dict], n: int) -> Family:
+    """``(solved, nfe)``, each ``(R, n)``, of benchmark rows that keep their examples' outcomes (``row["solved"]``:
+    a string of 0/1, ``row["nfe"]``: a list), on their first ``n`` examples: a family of
+    :func:`mixture_gap_interval`."""
+    solved = torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows])  # (R, n)
+    return solved, torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64)
+
+
+def gap_summary(g: dict) -> dict:
+    """The shown figures of one bootstrapped gap of :func:`mixture_gap_interval` or :func:`row_gap_interval`."""
+    return {"gap": round(g["gap"], 1), "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2),
+            "high": round(g["high"], 2), "share of resamples ahead": round(g["share_ahead"], 3), "defined": round(g["defined"], 3)}
+
+
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A Markdown table of ``rows`` restricted to ``columns`` (floats to 3 significant places; a ``|``
     inside a cell escaped, so that it stays one cell)."""

@@ -9,7 +9,7 @@ import pytest
 
 from unmask.errors import UnmaskError
 from unmask.tasks.sudoku.data import givens_clash, is_valid_solution
-from unmask.tasks.sudoku.generate import PRESETS, generate
+from unmask.tasks.sudoku.generate import PRESETS, generate, widened_set
 from unmask.tasks.sudoku.grid import (
     BOX,
     COL,
@@ -25,6 +25,8 @@ from unmask.tasks.sudoku.grid import (
     singles_rounds,
     solve,
     solve_with_singles,
+    solutions,
+    widen,
 )
 
 # A published, well-known puzzle with a unique solution (Wikipedia's Sudoku article).
@@ -380,3 +382,65 @@ def test_singles_rounds_edge_cases():
                       0, 0, 9, 4, 8, 0, 0, 0, 6, 7, 0]
     assert count_solutions(clash_in_round, 2) == 0
     assert singles_rounds(clash_in_round) is None
+
+
+# --- several solutions: every completion, widened puzzles and their exact posterior ----------------
+
+
+def test_solutions_lists_every_completion_once(kaggle_pairs):
+    assert solutions(WIKI_PUZZLE, 5) == [WIKI_SOLUTION]
+    assert solutions(WIKI_PUZZLE[:-1] + [1], 5) == []  # a given that breaks the grid: no completion
+    puzzle, _ = kaggle_pairs[0]
+    loose = list(puzzle)
+    for i in [i for i in range(81) if puzzle[i]][:8]:  # 8 givens blanked: several completions
+        loose[i] = 0
+    found = solutions(loose, 10_000)
+    assert len(found) == count_solutions(loose, 10_000) > 1
+    assert len({tuple(g) for g in found}) == len(found) and all(valid(g, loose) for g in found)
+    assert solutions(loose, 2) == found[:2]  # the limit keeps the first found
+
+
+def test_widen_blanks_givens_until_the_puzzle_has_low_to_high_solutions(kaggle_pairs):
+    for k, (puzzle, solution) in enumerate(kaggle_pairs):
+        wide = widen(puzzle, random.Random(k), 3, 6)
+        assert wide is not None and 3 <= count_solutions(wide, 100) <= 6
+        assert all(w in (0, p) for w, p in zip(wide, puzzle)) and givens(wide) < givens(puzzle)
+        assert widen(puzzle, random.Random(k), 3, 6) == wide  # deterministic given the stream
+    assert widen(WIKI_SOLUTION, random.Random(0), 2, 1) is None  # (high < low: no count fits)
+
+
+def test_widened_set_and_its_exact_posterior():
+    import math
+
+    import torch
+
+    from unmask.mi.exact import exact_mi
+    from unmask.tasks.sudoku.data import SudokuSet, to_tokens
+
+    base = SudokuSet(np.array([WIKI_PUZZLE] * 3, dtype=np.int8), None)
+    wide = widened_set(base, 2, 2, seed=4)  # exactly two solutions each, where an order of blanks gets there
+    kept = [k for k in range(3) if widen(WIKI_PUZZLE, puzzle_rng(4, k), 2, 2) is not None]
+    assert wide.source.tolist() == kept and len(wide) == len(kept) >= 2 and wide.puzzles.solutions is None
+    assert all(len(s) == 2 and WIKI_SOLUTION in s.tolist() for s in wide.solutions)
+    with pytest.raises(UnmaskError, match="2 <= low <= high"):
+        widened_set(base, 1, 2)
+    assert widened_set(base, 2, 2, seed=4).puzzles.quizzes.tolist() == wide.puzzles.quizzes.tolist()
+    with pytest.raises(UnmaskError, match="fit a solution of another"):
+        wide.oracle()  # two widenings of one puzzle share its solution: their posteriors would mix
+    one = wide[:1]
+    a, b = one.solutions[0].astype(int)
+    differ = np.flatnonzero(a != b)  # the cells the two solutions swap
+    assert len(differ) >= 4
+    oracle = one.oracle()
+    state = to_tokens(one.puzzles.quizzes)
+    p = oracle(state).logits.exp()[0]  # (81, 9)
+    blanks = np.flatnonzero(one.puzzles.quizzes[0] == 0)
+    for i in blanks:  # the true posterior: each swapped cell 50/50, every other blank certain
+        want = {a[i] - 1: 0.5, b[i] - 1: 0.5} if i in differ else {a[i] - 1: 1.0}
+        assert {v: round(float(q), 9) for v, q in enumerate(p[i]) if q > 1e-12} == want
+    mi = exact_mi(oracle, state, eps=0.0).symmetric[0]  # (81, 81): the true MI
+    i, j = differ[:2]
+    assert mi[i, j].item() == pytest.approx(math.log(2), abs=1e-9)  # one swapped cell decides the other
+    certain = next(c for c in blanks if c not in differ)
+    assert mi[i, certain].abs().item() < 1e-12
+    assert torch.equal(one.oracle()(state).logits, oracle(state).logits)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+import torch
 from tqdm import tqdm
 
 from unmask.errors import UnmaskError
-from unmask.tasks.sudoku.data import SudokuSet, read_puzzles, write_puzzles
-from unmask.tasks.sudoku.grid import MAX_SET_SIZE, PuzzleSpec, make_puzzle, puzzle_rng
+from unmask.oracle import SupportDenoiser
+from unmask.tasks.sudoku.data import VOCAB_SIZE, SudokuSet, read_puzzles, to_tokens, write_puzzles
+from unmask.tasks.sudoku.grid import MAX_SET_SIZE, PuzzleSpec, make_puzzle, puzzle_rng, solutions, widen
 
 # Named puzzle kinds. "kaggle": 30–36 givens, the density of the Kaggle 1M set the reference paper
 # sampled its test puzzles from; "hard": minimal puzzles that naked + hidden singles cannot solve.
@@ -68,3 +71,50 @@ def standard_set(data_dir: str | os.PathLike, name: str, n: int | None = None) -
         write_puzzles(path, generate(preset, size, seed, workers=2))
     data = read_puzzles(path)
     return SudokuSet(data.quizzes[:n], None if data.solutions is None else data.solutions[:n])
+
+
+@dataclass(frozen=True)
+class WidenedSet:
+    """Puzzles with several solutions each, and every one of them: each puzzle's true posterior is known."""
+
+    puzzles: SudokuSet  # the widened puzzles (no solutions column: scored as valid grids)
+    solutions: list[np.ndarray]  # every solution of puzzle k: (K_k, 81) digits
+    source: np.ndarray  # (N,) index of each puzzle in the set it was widened from
+
+    def __len__(self) -> int:
+        return len(self.solutions)
+
+    def __getitem__(self, index: slice) -> WidenedSet:
+        return WidenedSet(self.puzzles[index], self.solutions[index], self.source[index])
+
+    def oracle(self) -> SupportDenoiser:
+        """The exact denoiser of these puzzles: each equally likely, and uniform over its solutions, so every
+        conditional is the true P(cell | clues, revealed cells); a context of probability 0 (a decode that
+        broke the puzzle) gets the conditionals of the solutions nearest to it, so the decode can finish.
+        Its cost grows with the solutions of all the puzzles: decode a large set a slice at a time."""
+        seqs = torch.cat([to_tokens(s) for s in self.solutions])  # (S, 81)
+        weights = torch.cat([torch.full((len(s),), 1 / (len(self.solutions) * len(s)), dtype=torch.float64) for s in self.solutions])
+        oracle = SupportDenoiser(seqs, weights, VOCAB_SIZE, nearest=True)
+        mine = oracle.mass(to_tokens(self.puzzles.quizzes), nearest=False) > 0  # (N, S) the support each puzzle's clues keep
+        if (mine.sum(1) != torch.tensor([len(s) for s in self.solutions])).any():
+            raise UnmaskError("the clues of one widened puzzle fit a solution of another; their posteriors would mix")
+        return oracle
+
+
+def widened_set(examples: SudokuSet, low: int, high: int, seed: int = 0) -> WidenedSet:
+    """Each puzzle of ``examples`` with givens blanked in random order (puzzle k from
+    :func:`puzzle_rng` (``seed``, k); :func:`~unmask.tasks.sudoku.grid.widen`) until it has ``low``..``high``
+    solutions, with all of them: puzzles whose true posterior has dependencies (one solution: every cell
+    certain, every pair independent). A puzzle no order widens so is left out (``source`` says which stay)."""
+    if not 2 <= low <= high:
+        raise UnmaskError(f"need 2 <= low <= high solutions, got {low}, {high}")
+    kept, quizzes, sols = [], [], []
+    for k, quiz in enumerate(examples.quizzes):
+        grid = widen(quiz.tolist(), puzzle_rng(seed, k), low, high)
+        if grid is not None:
+            kept.append(k)
+            quizzes.append(grid)
+            sols.append(np.array(solutions(grid, high), dtype=np.int8))
+    if not kept:
+        raise UnmaskError(f"no puzzle could be widened to {low}..{high} solutions")
+    return WidenedSet(SudokuSet(np.array(quizzes, dtype=np.int8), None), sols, np.array(kept))

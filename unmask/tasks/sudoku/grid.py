@@ -67,10 +67,35 @@ def solve(grid, rng: random.Random | None = None) -> list[int] | None:
     return out if _search(cells, rows, cols, boxes, 1, out, rng) else None
 
 
-def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
-    """Depth-first search, most-constrained cell first; fills ``out`` with the first solution."""
-    if not cells:
-        return 1
+def solutions(grid, limit: int) -> list[list[int]]:
+    """Every completion of ``grid`` (the first ``limit`` found), each a list of 81 digits."""
+    masks = _masks(grid)
+    if masks is None:
+        return []
+    rows, cols, boxes = masks
+    found: list[list[int]] = []
+    _enumerate(list(grid), [i for i in range(81) if not grid[i]], rows, cols, boxes, limit, found)
+    return found
+
+
+def widen(puzzle, rng: random.Random, low: int, high: int) -> list[int] | None:
+    """``puzzle`` with givens blanked in random order (a blank that would give more than ``high``
+    completions is put back) until it has ``low``..``high`` completions; None if no such order is found."""
+    grid = list(puzzle)
+    order = [i for i in range(81) if grid[i]]
+    rng.shuffle(order)
+    for i in order:
+        d, grid[i] = grid[i], 0
+        n = count_solutions(grid, high + 1)
+        if n > high:
+            grid[i] = d
+        elif n >= low:
+            return grid
+    return None
+
+
+def _most_constrained(cells, rows, cols, boxes) -> tuple[int, int, int]:
+    """(index in ``cells``, candidate bitmask, candidate count) of the cell with fewest candidates."""
     best, best_free, best_n = -1, 0, 10
     for k, i in enumerate(cells):
         free = ALL & ~(rows[ROW[i]] | cols[COL[i]] | boxes[BOX[i]])
@@ -79,6 +104,35 @@ def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
             best, best_free, best_n = k, free, n
             if n <= 1:
                 break
+    return best, best_free, best_n
+
+
+def _enumerate(g, cells, rows, cols, boxes, limit, found) -> None:
+    """Depth-first search appending every completion of ``g`` to ``found`` until it holds ``limit``."""
+    if not cells:
+        found.append(list(g))
+        return
+    best, free, n = _most_constrained(cells, rows, cols, boxes)
+    i = cells[best]
+    rest = cells[:best] + cells[best + 1 :]
+    for d in _DIGITS[free]:
+        if len(found) >= limit:
+            return
+        bit = 1 << (d - 1)
+        for m in (rows, ROW), (cols, COL), (boxes, BOX):
+            m[0][m[1][i]] |= bit
+        g[i] = d
+        _enumerate(g, rest, rows, cols, boxes, limit, found)
+        g[i] = 0
+        for m in (rows, ROW), (cols, COL), (boxes, BOX):
+            m[0][m[1][i]] ^= bit
+
+
+def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
+    """Depth-first search, most-constrained cell first; fills ``out`` with the first solution."""
+    if not cells:
+        return 1
+    best, best_free, best_n = _most_constrained(cells, rows, cols, boxes)
     if best_n == 0:
         return 0
     i = cells[best]

@@ -1,0 +1,54 @@
+"""benchmarks/sudoku_consistent.py end to end on a tiny model: puzzles widened to several solutions,
+decoded by their exact posterior and by the model, every row keeping its puzzles' outcomes, each family
+compared with the entropy budget of the same denoiser and set; bad arguments get one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.benchmarks.scripts import load_script
+
+
+def test_consistent_script_decodes_with_the_exact_posterior_and_the_model(tmp_path, sudoku_few_blanks_inputs):
+    script = load_script("sudoku_consistent")
+    model_dir, data = sudoku_few_blanks_inputs
+    out = tmp_path / "out"
+    script.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "3", "--model-n", "2", "--low", "2", "--high", "8",
+                 "--resamples", "20", "--threads", "1", "--out", str(out), "--points", "2", "10"])
+    result = json.loads((out / "sudoku_consistent.json").read_text())
+    rows = result["rows"]
+    want = [(s, who, family, script.policy_spec(script.parse_policy(spec)))
+            for s in ("test-kaggle", "test-hard") for who in ("oracle", "model")
+            for family, (users, specs) in script.FAMILIES.items() if who in users for spec in specs]
+    assert [(r["set"], r["denoiser"], r["family"], r["policy"]) for r in rows] == want
+    for r in rows:
+        n = 3 if r["denoiser"] == "oracle" else 2
+        assert r["puzzles"] == len(r["solved"]) == len(r["nfe"]) == n
+        assert r["accuracy %"] == round(100 * r["solved"].count("1") / n, 1) and r["mean_nfe"] == pytest.approx(sum(r["nfe"]) / n)
+        assert ("extra_passes" in r) == r["policy"].startswith("mi_exact")  # the probes, apart from NFE
+    # The exact posterior, one uncertain cell a pass (γ = 0.01 takes the certain ones beside it), never breaks a puzzle.
+    for s in ("test-kaggle", "test-hard"):
+        slow = next(r for r in rows if (r["set"], r["denoiser"], r["policy"]) == (s, "oracle", "mi:gamma=0.01,lam=0.0"))
+        assert slow["accuracy %"] == 100
+        assert 2 <= result["puzzles"][s]["solutions_mean"] <= 8 and result["puzzles"][s]["widened"] == 3
+    families = {(g["set"], g["denoiser"], g["family"]) for g in result["row_gaps"]}
+    assert families == {(s, who, f) for s, who, f, _ in want if f != script.BASE}
+    for g in result["gaps"] + result["row_gaps"]:
+        assert g["low"] <= g["high"] and 0 <= g["share of resamples ahead"] <= 1 and 0 < g["defined"] <= 1
+    assert "| oracle |" in (out / "sudoku_consistent.md").read_text() and (out / "sudoku_consistent.png").is_file()
+    assert not (out / "sudoku_consistent.partial.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--low", "1"], "--low"),
+    (["--low", "5", "--high", "4"], "--low"),
+    (["--n", "2", "--model-n", "3"], "--model-n"),
+    (["--points", "0"], "--points"),
+])
+def test_consistent_script_refuses_bad_arguments(argv, message, capsys):
+    script = load_script("sudoku_consistent")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
