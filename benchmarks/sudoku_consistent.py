@@ -19,12 +19,12 @@ Tokens are sampled (temperature 1: a decode should draw one of the solutions; se
 oracle then draws exactly from the posterior) and a decode is scored as solved when its grid is valid.
 Families: the entropy budget (``mi:gamma=γ,lam=0``, finely swept), EB-Sampler, the exact-MI rule
 (``mi_exact``, probing the denoiser decoding, its probe passes reported apart and not counted in NFE),
-and with the model its MI head (``mi``, λ = 2). Each family's mixture frontier is compared with the
-entropy budget's of the same denoiser and set, with 95 % paired bootstrap intervals
-(:func:`unmask.eval.mixture_gap_interval`).
+and with the model its MI head (``mi``, λ = 2 and 8; ``--head`` names another head than the model's).
+Each family's mixture frontier is compared with the entropy budget's of the same denoiser and set, with
+95 % paired bootstrap intervals (:func:`unmask.eval.mixture_gap_interval`).
 
 Writes ``OUT/NAME.{json,md,png}``; rows are kept as measured (``OUT/NAME.partial.jsonl``), so an
-interrupted run resumes.
+interrupted run resumes. ``--gaps-only`` recomputes the gaps from OUT/NAME.json (``--points``, ``--resamples``).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ import numpy as np
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, results_cache,
-                         row_gap_interval, shown_path)
+from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, regapped,
+                         results_cache, row_gap_interval, shown_path)
+from unmask.errors import UnmaskError
 from unmask.io import atomic_write
+from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
 from unmask.plots import plot_pareto
 from unmask.policies import build_policy, parse_policy, policy_spec
@@ -57,15 +59,19 @@ FAMILIES: dict[str, tuple[tuple[str, ...], list[str]]] = {
     "exact MI λ=8": (("oracle", "model"), [f"mi_exact:gamma={g},lam=8" for g in (0.7, 1.5, 3.0, 10.0)]),
     "exact MI λ=32": (("oracle",), [f"mi_exact:gamma={g},lam=32" for g in (0.5, 1.0, 2.0, 3.0, 10.0, 30.0)]),
     "MI head λ=2": (("model",), [f"mi:gamma={g},lam=2" for g in (0.3, 1.0, 3.0, 10.0)]),
+    "MI head λ=8": (("model",), [f"mi:gamma={g},lam=8" for g in (0.7, 1.5, 3.0, 10.0)]),
 }
-POINTS = [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0]  # mean NFE at which the gap is read (default of --points)
+POINTS = [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0]  # mean NFE at which the gap is read (default of --points)
 ORACLE_CHUNK = 50  # puzzles per exact denoiser (its cost grows with the solutions it holds)
 TEMPERATURE = 1.0  # tokens are sampled: a decode draws one of a puzzle's solutions
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder (with its MI head)")
+    p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
+    p.add_argument("--head", help="folder of the MI head (mi_head.*) (default: the model folder's)")
+    p.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES), metavar="FAMILY",
+                   help="families to decode (the entropy budget always; default all)")
     p.add_argument("--sets", nargs="+", default=["test-kaggle", "test-hard"], choices=["test-kaggle", "test-hard"],
                    help="standard sets whose puzzles are widened (default both)")
     p.add_argument("--n", type=int, default=300, help="the first N puzzles of each set, for the oracle (default 300)")
@@ -79,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-dir", type=Path, default=Path("data/sudoku"), help="where the standard sets live")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
     p.add_argument("--name", default="sudoku_consistent", help="output file stem")
+    p.add_argument("--gaps-only", action="store_true", help="recompute the gaps and tables from OUT/NAME.json, decoding nothing")
     args = p.parse_args(argv)
     if args.n < 1 or args.resamples < 1 or not 0 <= args.model_n <= args.n:
         p.error("--n and --resamples must be >= 1, and --model-n between 0 and --n")
@@ -87,11 +94,23 @@ def main(argv: list[str] | None = None) -> None:
     if not all(0 < x < math.inf for x in args.points):
         p.error("every --points value must be a number > 0")
 
+    if args.gaps_only:
+        try:
+            result = regapped(args.out / f"{args.name}.json", args.points, args.resamples, gap_rows)
+        except UnmaskError as e:
+            p.error(f"--gaps-only: {e}")
+        write(result, args.out, args.name)
+        return
+    head_dir = args.head or args.model
+    if args.model_n and {"MI head λ=2", "MI head λ=8"} & set(args.families) and not (Path(head_dir) / HEAD_WEIGHTS).is_file():
+        p.error(f"no {HEAD_WEIGHTS} in {head_dir}")
+    families = {f: FAMILIES[f] for f in FAMILIES if f == BASE or f in args.families}
+
     torch.set_num_threads(args.threads)
     start = time.time()
     task = SudokuTask()
     model = load_model(args.model, task="sudoku") if args.model_n else None
-    files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets)]
+    files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets), *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))]
     cache = results_cache(args.out, args.name, args.model, files, n=args.n, model_n=args.model_n, low=args.low, high=args.high,
                           threads=args.threads)
     rows, puzzles = [], {}
@@ -109,17 +128,17 @@ def main(argv: list[str] | None = None) -> None:
             chunks["model"] = [(model, 0)]
         for who, parts in chunks.items():
             n = len(wide) if who == "oracle" else min(args.model_n, len(wide))
-            for family, (users, specs) in FAMILIES.items():
+            for family, (users, specs) in families.items():
                 if who not in users:
                     continue
                 for spec in (policy_spec(parse_policy(s)) for s in specs):  # (as results files spell them)
                     key = {"set": set_name, "denoiser": who, "puzzles": n, "family": family, "policy": spec}
                     if (row := cache.get(key)) is None:
-                        row = measure(key, parts, args.model, wide.puzzles[:n], task)
+                        row = measure(key, parts, head_dir, wide.puzzles[:n], task)
                         cache.put(key, row)
                     print(json.dumps({k: row[k] for k in ("set", "denoiser", "policy", "mean_nfe", "accuracy %")}), flush=True)
                     rows.append(row)
-    result = {"model": shown_path(args.model), "sets": args.sets, "n": args.n, "model_n": args.model_n, "low": args.low,
+    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "sets": args.sets, "n": args.n, "model_n": args.model_n, "low": args.low,
               "high": args.high, "temperature": TEMPERATURE, "puzzles": puzzles, "minutes": round((time.time() - start) / 60, 1),
               "reused_rows": cache.hits, "points": args.points, "resamples": args.resamples, "rows": rows,
               **gap_rows(rows, args.points, args.resamples)}
@@ -127,13 +146,13 @@ def main(argv: list[str] | None = None) -> None:
     cache.done()
 
 
-def measure(key: dict, parts: list, model_dir: str, examples, task: SudokuTask) -> dict:
+def measure(key: dict, parts: list, head_dir: str, examples, task: SudokuTask) -> dict:
     """One row: every puzzle's outcome (a valid grid or not) and passes, and the means. ``parts``: (denoiser,
     first puzzle) of each slice of the puzzles, decoded in turn (puzzle k always with seed k)."""
     tokens, starts = task.encode(examples), [lo for _, lo in parts] + [len(examples)]
     got, seconds = [], 0.0
     for (denoiser, lo), hi in zip(parts, starts[1:]):
-        run = decode_all(denoiser, tokens[lo:hi], build_policy(key["policy"], denoiser, model_dir), TokenRule(temperature=TEMPERATURE),
+        run = decode_all(denoiser, tokens[lo:hi], build_policy(key["policy"], denoiser, head_dir), TokenRule(temperature=TEMPERATURE),
                          batch_size=50, seed=lo, progress=True)
         got.append(run.result)
         seconds += run.seconds

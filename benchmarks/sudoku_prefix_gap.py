@@ -36,8 +36,9 @@ from pathlib import Path
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, results_cache,
-                         row_gap_interval, shown_path)
+from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, regapped,
+                         results_cache, row_gap_interval, shown_path)
+from unmask.errors import UnmaskError
 from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
@@ -86,11 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     if not 0 <= args.exact_n <= args.n:
         p.error(f"--exact-n must be between 0 and --n ({args.n})")
     if args.gaps_only:
-        path = args.out / f"{args.name}.json"
-        if not path.is_file():
-            p.error(f"--gaps-only: no {path} to recompute")
-        result = json.loads(path.read_text())
-        result |= {"points": args.points, "resamples": args.resamples, **gap_rows(result["rows"], args.points, args.resamples)}
+        try:
+            result = regapped(args.out / f"{args.name}.json", args.points, args.resamples, gap_rows)
+        except UnmaskError as e:
+            p.error(f"--gaps-only: {e}")
         write(result, args.out, args.name)
         return
     head_dir = args.head or args.model

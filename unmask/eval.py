@@ -8,8 +8,10 @@ one process. :func:`evaluate` adds the task's scoring; :func:`compare` runs many
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from tqdm import tqdm
 from unmask import artifacts, dist
 from unmask.decode import DecodeResult, Policy, TokenRule, decode, parse_policy, policy_spec
 from unmask.denoiser import Denoiser
+from unmask.errors import UnmaskError
 from unmask.runs import RowCache, code_digest, file_digest
 from unmask.tasks.base import Task
 
@@ -266,6 +269,15 @@ def family_outcomes(rows: list[dict], n: int) -> Family:
     :func:`mixture_gap_interval`."""
     solved = torch.tensor([[c == "1" for c in r["solved"][:n]] for r in rows])  # (R, n)
     return solved, torch.tensor([r["nfe"][:n] for r in rows], dtype=torch.float64)
+
+
+def regapped(path: Path, points: list[float], resamples: int, gap_rows: Callable[[list[dict], list[float], int], dict]) -> dict:
+    """A benchmark's saved result (JSON at ``path``, with its ``rows``) with its gaps recomputed:
+    ``gap_rows(rows, points, resamples)`` replaces what it returns, and ``points`` and ``resamples`` are recorded."""
+    if not Path(path).is_file():
+        raise UnmaskError(f"no {path} to recompute")
+    result = json.loads(Path(path).read_text())
+    return result | {"points": points, "resamples": resamples, **gap_rows(result["rows"], points, resamples)}
 
 
 def gap_summary(g: dict) -> dict:

@@ -121,8 +121,9 @@ def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_mo
         assert commands[runs[0] - 1] == ["rm", "-f", f"{gpu}/{name}.json"]
     heads = {option(w, "--influence-head") for w in commands} | {option(w, "--head") for w in commands} | {
         option(w, "--old") for w in commands}
-    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k", f"{gpu}/head-values-10k"}
-    for head in heads - {None}:  # copied into place by step 6, before step 7 reads it
+    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k", f"{gpu}/head-values-10k",
+                              f"{gpu}/head-wide"}
+    for head in heads - {None}:  # copied into place (by step 6, or step 7 for the widened puzzles' head) before it is read
         copied = [i for i, w in enumerate(commands) if w[0] == "cp" and w[-1] == f"{head}/"]
         read = [i for i, w in enumerate(commands) if head in w and w[0] != "cp" and w[:2] != ["mkdir", "-p"]]
         assert copied and copied[0] < min(read), head
@@ -143,7 +144,9 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     r = reproduce("3", stamps=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"step 4 (shipped_head): done on model {h}, skipped" in r.stdout
-    assert "unmask mi data" not in r.stdout and "sudoku_mi_stats.py" not in r.stdout  # (step 6 reads step 4's data)
+    builds = [line for line in r.stdout.splitlines() if "unmask mi data" in line]  # step 4's data is not built again
+    assert builds and all("train-wide-3k.csv" in line for line in builds)  # (step 7 builds the widened puzzles' own)
+    assert "sudoku_mi_stats.py" not in r.stdout  # (step 6 reads step 4's data)
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
     assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
 

@@ -52,3 +52,22 @@ def test_consistent_script_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         script.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_gaps_only_recomputes_the_gaps_from_the_rows(tmp_path):
+    script = load_script("sudoku_consistent")
+    rows = []
+    for family, specs in ((script.BASE, [("a", [1, 1], "00"), ("b", [3, 3], "11")]), ("exact MI λ=8", [("c", [1, 1], "11")])):
+        for policy, nfe, solved in specs:
+            rows.append({"set": "test-hard", "denoiser": "oracle", "puzzles": 2, "family": family, "policy": policy,
+                         "mean_nfe": sum(nfe) / 2, "accuracy %": 50.0 * solved.count("1"), "solved": solved, "nfe": nfe})
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sudoku_consistent.json").write_text(json.dumps({"rows": rows, "puzzles": {"test-hard": {"widened": 2}}, "gaps": []}))
+    script.main(["--out", str(out), "--gaps-only", "--resamples", "10", "--points", "1", "2"])
+    result = json.loads((out / "sudoku_consistent.json").read_text())
+    # At 1 pass the budget solves nothing, exact MI everything: +100; at 2, the budget's chord is at 50: +50.
+    assert [(g["nfe"], g["gap"]) for g in result["gaps"]] == [(1.0, 100.0), (2.0, 50.0)]
+    assert result["points"] == [1.0, 2.0] and result["rows"] == rows
+    with pytest.raises(SystemExit):
+        script.main(["--out", str(tmp_path / "none"), "--gaps-only"])

@@ -33,6 +33,22 @@ def _generate(args: argparse.Namespace) -> None:
     write_puzzles(args.out, generate(args.kind, args.n, args.seed, args.workers))
 
 
+def _widen(args: argparse.Namespace) -> None:
+    from unmask.tasks.sudoku.data import write_puzzles
+    from unmask.tasks.sudoku.generate import widened_set
+    from unmask.tasks.sudoku.task import SudokuTask
+
+    if not 2 <= args.low <= args.high:
+        raise UnmaskError(f"need 2 <= --low <= --high solutions, got {args.low} and {args.high}")
+    check_output_file(args.out)
+    data = SudokuTask().read(args.puzzles)
+    wide = widened_set(data[: args.n], args.low, args.high, args.seed)
+    write_puzzles(args.out, wide.puzzles)
+    counts = [len(s) for s in wide.solutions]
+    print(f"{len(wide)} of {min(args.n, len(data))} puzzles widened to {min(counts)}-{max(counts)} solutions "
+          f"(mean {sum(counts) / len(counts):.1f}): {args.out}", file=sys.stderr)
+
+
 def _eval(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
     from unmask.dist import is_main
@@ -132,7 +148,7 @@ def add_parser(sub) -> None:
     from unmask.tasks.sudoku.generate import PRESETS
 
     sudoku = sub.add_parser("sudoku", help="Sudoku puzzles: generate sets, train, evaluate decoding policies, demo")
-    ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,train,train-order,eval,demo}")
+    ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,widen,train,train-order,eval,demo}")
     g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)", formatter_class=HelpFormatter)
     g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle", help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
     g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
@@ -141,6 +157,16 @@ def add_parser(sub) -> None:
     g.add_argument("--standard", action="store_true", help="write the project's train/val/test sets")
     g.add_argument("--workers", type=positive_int, default=1, help="processes (the output does not depend on it)")
     g.set_defaults(run=_generate)
+
+    w = ss.add_parser("widen", help="puzzles with several solutions: givens blanked until each has --low..--high (CSV quizzes)",
+                      formatter_class=HelpFormatter)
+    w.add_argument("--puzzles", required=True, help="CSV of puzzles to widen (their first --n)")
+    w.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
+    w.add_argument("--low", type=positive_int, default=2, help="fewest solutions of a widened puzzle")
+    w.add_argument("--high", type=positive_int, default=64, help="most solutions of a widened puzzle")
+    w.add_argument("--seed", type=integer, default=0, help="seed of the order in which givens are blanked")
+    w.add_argument("--out", required=True, help="CSV file (quizzes only: a decode is scored as a valid grid)")
+    w.set_defaults(run=_widen)
 
     add_train_parser(ss, "train")
     add_train_order_parser(ss, "sudoku", DEFAULT_MODEL, "CSV of puzzles with solutions")

@@ -173,3 +173,23 @@ def test_clash_line_number_after_blank_line(tmp_path):
     # line 1 header, line 2 a puzzle, line 3 blank, line 4 the clashing puzzle
     path = write_csv(tmp_path / "gap.csv", ["quizzes", grid_str(QUIZZES[0]), "", grid_str(clash)])
     _error(path, line=4, match="repeat")
+
+
+def test_widen_command_writes_puzzles_with_several_solutions(tmp_path, cli):
+    from unmask.tasks.sudoku.grid import count_solutions
+
+    source = tmp_path / "p.csv"
+    write_puzzles(source, SudokuSet(QUIZZES, SOLUTIONS))
+    out = tmp_path / "wide.csv"
+    code, _, err = cli(["sudoku", "widen", "--puzzles", str(source), "--n", "4", "--low", "3", "--high", "9", "--out", str(out)])
+    assert code == 0 and "of 4 puzzles widened to" in err
+    wide = read_puzzles(out)
+    assert wide.solutions is None and 1 <= len(wide) <= 4
+    for quiz in wide.quizzes:  # each has 3..9 completions, and keeps only givens of a source puzzle
+        assert 3 <= count_solutions(quiz.tolist(), 10) <= 9
+        assert any(((quiz == 0) | (quiz == q)).all() for q in QUIZZES[:4])
+    # Bad input: one line, exit 2, nothing written; an existing file is never a default to overwrite.
+    code, _, err = cli(["sudoku", "widen", "--puzzles", str(source), "--low", "5", "--high", "2", "--out", str(tmp_path / "x.csv")])
+    assert code == 2 and "--low" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+    code, _, err = cli(["sudoku", "widen", "--puzzles", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "y.csv")])
+    assert code == 2 and len(err.strip().splitlines()) == 1
