@@ -196,9 +196,10 @@ relu_head() {
 # 7. Exact MI that scales (16.5 min on one thread); the frontier on 150 puzzles per set, family by family and
 #    oracle by oracle (about 5 hours on 2 cores, the runs in the order that made the file), and on 300
 #    (1.5 hours); the prefix rule's gaps with bootstrap intervals on all of test-hard (63.9 min); the same
-#    rules on puzzles with several solutions, by their exact posterior and by the model (MINUTES min); why the
-#    parallel decodes fail (6.8 min); the charge at a fixed number of passes (16.6 min, its exact-charge
-#    oracle 58.9 min, then its tables beside the 300-puzzle frontier) and what it fails through (2.2 min);
+#    rules on puzzles with several solutions, by their exact posterior and by the model (25.4 min; then
+#    25 min to build and fit a head on such puzzles, 4.7 min to decode with it); why the parallel decodes
+#    fail (6.8 min); the charge at a fixed number of passes (16.6 min, its exact-charge oracle 58.9 min,
+#    then its tables beside the 300-puzzle frontier) and what it fails through (2.2 min);
 #    the passes the puzzles allow (seconds; no model, a table beside the policy table).
 exact_and_frontier() {
   local F=(python benchmarks/sudoku_frontier.py --model "$MODEL" --n 150 --threads 2 --out "$R")
@@ -243,9 +244,9 @@ exact_and_frontier() {
   run "${F300[@]}" --families "prefix, MI head λ=0.5" "prefix, MI head λ=1" "prefix, MI head λ=4"    # 21 min
   run "${F300[@]}" --families "entropy budget" --extend                        # the budget's finer points: 2.3 min
   run python benchmarks/sudoku_prefix_gap.py --model "$MODEL" --threads 2 --lams 2 --exact-n 1000 --out "$R"
-  run python benchmarks/sudoku_consistent.py --model "$MODEL" --threads 2 --out "$R"  # puzzles with several solutions: MINUTES min
+  run python benchmarks/sudoku_consistent.py --model "$MODEL" --threads 2 --out "$R"  # puzzles with several solutions: 25.4 min
   [ -f data/sudoku/train-wide-3k.csv ] || run unmask sudoku widen --puzzles data/sudoku/train.csv --n 3000 --out data/sudoku/train-wide-3k.csv
-  local kind policy seed  # a head fitted on states of such puzzles (training puzzles widened alike): WIDEMIN min
+  local kind policy seed  # a head fitted on states of such puzzles (training puzzles widened alike): 25 min
   for b in "seq sequential 11" "par mi:gamma=1,lam=0 12"; do
     read -r kind policy seed <<< "$b"
     run unmask mi data --task sudoku --model "$MODEL" --examples data/sudoku/train-wide-3k.csv --out data/mi/sudoku-wide-$kind-$H \
@@ -255,7 +256,7 @@ exact_and_frontier() {
       --out runs/mi-head-wide-$H
   keep_head runs/mi-head-wide-$H "$R"/head-wide
   run python benchmarks/sudoku_consistent.py --model "$MODEL" --head "$R"/head-wide --families "MI head λ=2" "MI head λ=8" \
-      --name sudoku_consistent_widehead --threads 2 --out "$R"                  # WIDERUN min
+      --name sudoku_consistent_widehead --threads 2 --out "$R"                  # 4.7 min
   run python benchmarks/sudoku_failures.py --model "$MODEL" --head "$R"/sudoku_head_relu --n 150 --threads 2 --out "$R"
   local S=(python benchmarks/sudoku_fixed_steps.py --model "$MODEL" --influence-head "$D" --n 300
            --steps-kaggle 2 3 --steps-hard 3 4 5 6 8 10 --threads 2 --out "$R")

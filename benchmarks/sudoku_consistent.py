@@ -63,6 +63,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], list[str]]] = {
 }
 POINTS = [1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0]  # mean NFE at which the gap is read (default of --points)
 ORACLE_CHUNK = 50  # puzzles per exact denoiser (its cost grows with the solutions it holds)
+BATCH_SIZE = 50  # puzzles decoded at once (results do not depend on it)
 TEMPERATURE = 1.0  # tokens are sampled: a decode draws one of a puzzle's solutions
 
 
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--name", default="sudoku_consistent", help="output file stem")
     p.add_argument("--gaps-only", action="store_true", help="recompute the gaps and tables from OUT/NAME.json, decoding nothing")
     args = p.parse_args(argv)
-    if args.n < 1 or args.resamples < 1 or not 0 <= args.model_n <= args.n:
-        p.error("--n and --resamples must be >= 1, and --model-n between 0 and --n")
+    if args.n < 1 or args.resamples < 1 or args.threads < 1 or not 0 <= args.model_n <= args.n:
+        p.error("--n, --resamples and --threads must be >= 1, and --model-n between 0 and --n")
     if not 2 <= args.low <= args.high:
         p.error(f"need 2 <= --low <= --high, got {args.low} and {args.high}")
     if not all(0 < x < math.inf for x in args.points):
@@ -153,7 +154,7 @@ def measure(key: dict, parts: list, head_dir: str, examples, task: SudokuTask) -
     got, seconds = [], 0.0
     for (denoiser, lo), hi in zip(parts, starts[1:]):
         run = decode_all(denoiser, tokens[lo:hi], build_policy(key["policy"], denoiser, head_dir), TokenRule(temperature=TEMPERATURE),
-                         batch_size=50, seed=lo, progress=True)
+                         batch_size=BATCH_SIZE, seed=lo, progress=True)
         got.append(run.result)
         seconds += run.seconds
     decoded, nfe, extra = (torch.cat([getattr(r, f) for r in got]) for f in ("tokens", "nfe", "extra_passes"))

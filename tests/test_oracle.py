@@ -53,6 +53,10 @@ def test_a_context_of_probability_zero_is_refused_or_answered_by_the_nearest_seq
     p = SupportDenoiser(seqs, w, 3, nearest=True)(broken).logits.exp()[0]  # (3, 3)
     assert p[0].tolist() == pytest.approx([2 / 3, 1 / 3, 0]) and p[1].tolist() == pytest.approx([1 / 3, 2 / 3, 0])
     assert p[2].tolist() == pytest.approx([0, 0, 1])
+    # A sequence of weight 0 is no support: never anyone's nearest (here it would agree with every token).
+    zero = SupportDenoiser(torch.cat([seqs, torch.tensor([[0, 0, 0]])]), torch.cat([w, torch.zeros(1, dtype=torch.float64)]), 3,
+                           nearest=True)
+    assert torch.equal(zero(broken).logits, SupportDenoiser(seqs, w, 3, nearest=True)(broken).logits)
     # A context the joint allows gets its exact conditional either way.
     fine = torch.tensor([[3, 3, 2]])
     assert torch.equal(SupportDenoiser(seqs, w, 3, nearest=True)(fine).logits, SupportDenoiser(seqs, w, 3)(fine).logits)

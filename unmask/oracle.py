@@ -37,14 +37,15 @@ class SupportDenoiser:
             raise UnmaskError(f"sequence ids must lie in range({vocab_size})")
         if (weights < 0).any() or abs(float(weights.double().sum()) - 1) > 1e-6:
             raise UnmaskError("weights must be non-negative and sum to 1")
+        keep = weights > 0  # the support proper (a sequence of weight 0 must not be anyone's nearest)
         self.seq_len = seqs.shape[1]
         self.vocab_size = vocab_size
         self.mask_id = vocab_size
         self.device = torch.device("cpu")  # the support lives on the CPU
-        self.seqs = seqs.long()  # (S, L)
-        self.weights = weights.double()  # (S,)
+        self.seqs = seqs[keep].long()  # (S, L)
+        self.weights = weights[keep].double()  # (S,)
         self.nearest = nearest
-        self._onehot = torch.nn.functional.one_hot(self.seqs, vocab_size).reshape(len(seqs), -1).double()  # (S, L·V)
+        self._onehot = torch.nn.functional.one_hot(self.seqs, vocab_size).reshape(len(self.seqs), -1).double()  # (S, L·V)
 
     def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
         """Exact conditional log-probabilities ``(B, L, V)`` (float64); hidden = one-hot inputs ``(B, L, V+1)``."""
@@ -87,8 +88,7 @@ class JointDenoiser(SupportDenoiser):
         vocab, length = probs.shape[0], probs.dim()
         seqs = torch.tensor(list(itertools.product(range(vocab), repeat=length)))  # (V^L, L), aligned with the table
         p = self.joint.reshape(-1)  # (V^L,)
-        keep = p > 0  # the support
-        super().__init__(seqs[keep], p[keep], vocab)
+        super().__init__(seqs, p, vocab)  # (its zeros dropped there)
 
     def prob(self, seq: torch.Tensor) -> float:
         """P(x = seq) for a full sequence of ids ``(L,)``."""

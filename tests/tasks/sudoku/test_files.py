@@ -193,3 +193,5 @@ def test_widen_command_writes_puzzles_with_several_solutions(tmp_path, cli):
     assert code == 2 and "--low" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
     code, _, err = cli(["sudoku", "widen", "--puzzles", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "y.csv")])
     assert code == 2 and len(err.strip().splitlines()) == 1
+    code, _, err = cli(["sudoku", "widen", "--puzzles", str(source), "--seed", "-1", "--out", str(tmp_path / "z.csv")])
+    assert code == 2 and "seed" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "z.csv").exists()

@@ -398,6 +398,7 @@ def test_solutions_lists_every_completion_once(kaggle_pairs):
     assert len(found) == count_solutions(loose, 10_000) > 1
     assert len({tuple(g) for g in found}) == len(found) and all(valid(g, loose) for g in found)
     assert solutions(loose, 2) == found[:2]  # the limit keeps the first found
+    assert solutions(WIKI_SOLUTION, 0) == [] and solutions(WIKI_SOLUTION, 1) == [WIKI_SOLUTION]
 
 
 def test_widen_blanks_givens_until_the_puzzle_has_low_to_high_solutions(kaggle_pairs):

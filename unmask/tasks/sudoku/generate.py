@@ -108,6 +108,8 @@ def widened_set(examples: SudokuSet, low: int, high: int, seed: int = 0) -> Wide
     certain, every pair independent). A puzzle no order widens so is left out (``source`` says which stay)."""
     if not 2 <= low <= high:
         raise UnmaskError(f"need 2 <= low <= high solutions, got {low}, {high}")
+    if seed < 0:
+        raise UnmaskError(f"seed must be >= 0, got {seed}")
     kept, quizzes, sols = [], [], []
     for k, quiz in enumerate(examples.quizzes):
         grid = widen(quiz.tolist(), puzzle_rng(seed, k), low, high)

@@ -70,7 +70,7 @@ def solve(grid, rng: random.Random | None = None) -> list[int] | None:
 def solutions(grid, limit: int) -> list[list[int]]:
     """Every completion of ``grid`` (the first ``limit`` found), each a list of 81 digits."""
     masks = _masks(grid)
-    if masks is None:
+    if masks is None or limit < 1:
         return []
     rows, cols, boxes = masks
     found: list[list[int]] = []
@@ -80,7 +80,7 @@ def solutions(grid, limit: int) -> list[list[int]]:
 
 def widen(puzzle, rng: random.Random, low: int, high: int) -> list[int] | None:
     """``puzzle`` with givens blanked in random order (a blank that would give more than ``high``
-    completions is put back) until it has ``low``..``high`` completions; None if no such order is found."""
+    completions is put back) until it has ``low``..``high`` completions; None if this order does not get there."""
     grid = list(puzzle)
     order = [i for i in range(81) if grid[i]]
     rng.shuffle(order)
@@ -112,7 +112,7 @@ def _enumerate(g, cells, rows, cols, boxes, limit, found) -> None:
     if not cells:
         found.append(list(g))
         return
-    best, free, n = _most_constrained(cells, rows, cols, boxes)
+    best, free, _ = _most_constrained(cells, rows, cols, boxes)
     i = cells[best]
     rest = cells[:best] + cells[best + 1 :]
     for d in _DIGITS[free]:
