@@ -43,12 +43,15 @@ def option(words: list[str], name: str) -> str | None:
 
 def written(commands: list[list[str]]) -> set[str]:
     """The results files (without suffix) the benchmarks among ``commands`` write: OUT/NAME (NAME: --name or
-    the script's own name) for a benchmark writing into a folder, OUT itself for one taking a path prefix."""
+    the script's own name) for a benchmark writing into a folder, OUT itself for one taking a path prefix;
+    and the files ``cp`` puts into a folder (a head kept beside the tables: DIR/mi_head)."""
     out = set()
     for words in commands:
         if words[0] == "python" and words[1].startswith("benchmarks/") and option(words, "--out"):
             folder = option(words, "--out")
             out |= {f"{folder}/{option(words, '--name') or Path(words[1]).stem}", folder}
+        elif words[0] == "cp" and words[-1].endswith("/"):
+            out |= {f"{words[-1]}{Path(w).stem}" for w in words[1:-1]}
     return out
 
 
