@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.time()
     task = SudokuTask()
     model = load_model(args.model, task="sudoku") if args.model_n else None
-    files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets), *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))]
+    files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in args.sets),
+             *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))]
     cache = results_cache(args.out, args.name, args.model, files, n=args.n, model_n=args.model_n, low=args.low, high=args.high,
                           threads=args.threads)
     rows, puzzles = [], {}
@@ -139,8 +140,9 @@ def main(argv: list[str] | None = None) -> None:
                         cache.put(key, row)
                     print(json.dumps({k: row[k] for k in ("set", "denoiser", "policy", "mean_nfe", "accuracy %")}), flush=True)
                     rows.append(row)
-    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "sets": args.sets, "n": args.n, "model_n": args.model_n, "low": args.low,
-              "high": args.high, "temperature": TEMPERATURE, "puzzles": puzzles, "minutes": round((time.time() - start) / 60, 1),
+    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "sets": args.sets, "n": args.n, "model_n": args.model_n,
+              "low": args.low, "high": args.high, "temperature": TEMPERATURE, "puzzles": puzzles,
+              "minutes": round((time.time() - start) / 60, 1),
               "reused_rows": cache.hits, "points": args.points, "resamples": args.resamples, "rows": rows,
               **gap_rows(rows, args.points, args.resamples)}
     write(result, args.out, args.name)

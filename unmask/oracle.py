@@ -32,7 +32,8 @@ class SupportDenoiser:
 
     def __init__(self, seqs: torch.Tensor, weights: torch.Tensor, vocab_size: int, nearest: bool = False) -> None:
         if seqs.dim() != 2 or seqs.shape[0] == 0 or weights.shape != seqs.shape[:1]:
-            raise UnmaskError(f"need sequences (S, L) with S >= 1 and weights (S,), got {tuple(seqs.shape)} and {tuple(weights.shape)}")
+            raise UnmaskError(f"need sequences (S, L) with S >= 1 and weights (S,), "
+                              f"got {tuple(seqs.shape)} and {tuple(weights.shape)}")
         if vocab_size < 1 or seqs.min() < 0 or seqs.max() >= vocab_size:
             raise UnmaskError(f"sequence ids must lie in range({vocab_size})")
         if (weights < 0).any() or abs(float(weights.double().sum()) - 1) > 1e-6:

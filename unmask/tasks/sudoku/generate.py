@@ -105,7 +105,7 @@ def widened_set(examples: SudokuSet, low: int, high: int, seed: int = 0) -> Wide
     """Each puzzle of ``examples`` with givens blanked in random order (puzzle k from
     :func:`puzzle_rng` (``seed``, k); :func:`~unmask.tasks.sudoku.grid.widen`) until it has ``low``..``high``
     solutions, with all of them: puzzles whose true posterior has dependencies (one solution: every cell
-    certain, every pair independent). A puzzle no order widens so is left out (``source`` says which stay)."""
+    certain, every pair independent). A puzzle its order does not get there is left out (``source`` says which stay)."""
     if not 2 <= low <= high:
         raise UnmaskError(f"need 2 <= low <= high solutions, got {low}, {high}")
     if seed < 0:
