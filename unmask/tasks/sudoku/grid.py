@@ -115,17 +115,17 @@ def _enumerate(g, cells, rows, cols, boxes, limit, found) -> None:
     best, free, _ = _most_constrained(cells, rows, cols, boxes)
     i = cells[best]
     rest = cells[:best] + cells[best + 1 :]
+    r, c, b = ROW[i], COL[i], BOX[i]
     for d in _DIGITS[free]:
         if len(found) >= limit:
             return
-        bit = 1 << (d - 1)
-        for m in (rows, ROW), (cols, COL), (boxes, BOX):
-            m[0][m[1][i]] |= bit
-        g[i] = d
+        _place(g, (rows, cols, boxes), i, d)
         _enumerate(g, rest, rows, cols, boxes, limit, found)
+        bit = 1 << (d - 1)  # undo the placement
         g[i] = 0
-        for m in (rows, ROW), (cols, COL), (boxes, BOX):
-            m[0][m[1][i]] ^= bit
+        rows[r] ^= bit
+        cols[c] ^= bit
+        boxes[b] ^= bit
 
 
 def _search(cells, rows, cols, boxes, limit, out, rng) -> int:
