@@ -23,7 +23,7 @@ def test_markdown_table_keeps_a_pipe_inside_its_cell():
     # Bug caught: a head named "P(X_i | C)" split its row into one cell too many.
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("check_readme", Path(__file__).parents[1] / "benchmarks" / "check_readme.py")
+    spec = importlib.util.spec_from_file_location("check_readme", Path(__file__).parents[1] / "benchmarks" / "tools" / "check_readme.py")
     check_readme = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = check_readme
     spec.loader.exec_module(check_readme)

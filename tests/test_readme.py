@@ -1,4 +1,4 @@
-"""The README's result tables against the committed results files (benchmarks/check_readme.py): no model runs."""
+"""The README's result tables against the committed results files (benchmarks/tools/check_readme.py): no model runs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ README = ROOT / "README.md"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("check_readme", ROOT / "benchmarks" / "check_readme.py")
+    spec = importlib.util.spec_from_file_location("check_readme", ROOT / "benchmarks" / "tools" / "check_readme.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -76,7 +76,7 @@ def test_the_check_catches_a_dropped_row_and_an_unmarked_table():
     errors = check_readme.check(text.replace(row, ""))
     assert any("21 rows" in e and "has 22" in e for e in errors), "\n".join(errors)
     assert any("threshold:tau=0.7 | 3.52 | 24.1 | 22.8' is missing" in e for e in errors), "\n".join(errors)
-    marker = "<!-- results: benchmarks/results/sudoku_policies.md -->\n"
+    marker = "<!-- results: benchmarks/results/sudoku/sudoku_policies.md -->\n"
     errors = check_readme.check(text.replace(marker, ""))
     assert any("no '<!-- results: FILE -->' marker" in e and "accuracy % | seconds" in e for e in errors), "\n".join(errors)
 
@@ -144,9 +144,9 @@ def test_refresh_never_writes_one_row_under_another_rows_names(tmp_path):
 def test_refresh_command_writes_only_when_asked(tmp_path):
     import subprocess
 
-    (tmp_path / "README.md").write_text("<!-- results: benchmarks/results/sudoku_policies.md -->\n"
+    (tmp_path / "README.md").write_text("<!-- results: benchmarks/results/sudoku/sudoku_policies.md -->\n"
                                         "| set | policy | mean_nfe | accuracy % | seconds |\n|---|---|---|---|---|\n| x | y | 1 | 2 | 3 |\n")
-    script = [sys.executable, str(ROOT / "benchmarks" / "check_readme.py"), str(tmp_path / "README.md"), "--refresh"]
+    script = [sys.executable, str(ROOT / "benchmarks" / "tools" / "check_readme.py"), str(tmp_path / "README.md"), "--refresh"]
     before = (tmp_path / "README.md").read_text()
     r = subprocess.run(script, capture_output=True, text=True)
     assert r.returncode == 0 and "in 1 tables to write" in r.stderr and "now 'test-kaggle | sequential" in r.stdout

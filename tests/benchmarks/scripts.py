@@ -1,4 +1,4 @@
-"""Helpers of the benchmark-script tests: load a script from benchmarks/ as a module, make a --data-dir."""
+"""Helpers of the benchmark-script tests: load a script from benchmarks/<subject>/ as a module, make a --data-dir."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    (path,) = (ROOT / "benchmarks").glob(f"*/{name}.py")  # benchmarks/<subject>/<name>.py
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # (dataclasses look their module up there)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_frontier.py and benchmarks/learned_order.py end to end on tiny models, and their frontier arithmetic."""
+"""benchmarks/mi/sudoku_frontier.py and benchmarks/order/learned_order.py end to end on tiny models, and their frontier arithmetic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/learning_curve.py: one run's curve, and several runs chained into one."""
+"""benchmarks/tools/learning_curve.py: one run's curve, and several runs chained into one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/oracle_probes.py: the exact rules' probe passes against probing every row, end to end."""
+"""benchmarks/mi/oracle_probes.py: the exact rules' probe passes against probing every row, end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/reproduce_sudoku.sh (dry runs: what it would run, where, and what it refuses) and benchmarks/sudoku_rounds.py."""
+"""benchmarks/sudoku/reproduce_sudoku.sh (dry runs: what it would run, where, and what it refuses) and benchmarks/sudoku/sudoku_rounds.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from tests.benchmarks.scripts import ROOT, load_script, standard_sets_of
 
 
-REPRODUCE = ROOT / "benchmarks" / "reproduce_sudoku.sh"
+REPRODUCE = ROOT / "benchmarks" / "sudoku" / "reproduce_sudoku.sh"
 
 
 def reproduce(*args: str, stamps: Path, **env: str):
@@ -69,17 +69,19 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     data = "".join(rf"--data {b}-{h} " for b in builds)  # 10,000 states, half of them along parallel trajectories
     assert re.search(rf"{data}--steps 12000 --out unmask/models/sudoku\n", r.stdout)
     assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)  # the D head, same states
-    gpu = "benchmarks/results/sudoku_gpu"  # the 24-layer model's tables (benchmarks/results itself: the 12-layer model's)
+    keep = "benchmarks/models"  # the heads and order policies the 24-layer model's tables read
     first = "".join(rf"--data {b}-{h} " for b in builds[:2])  # the 3,000-state head shipped before: the first two builds
     assert re.search(rf"--model unmask/models/sudoku {first}--steps 3000 --out runs/mi-head-3k-{h}\n", r.stdout)
     assert re.search(rf"{data}--steps 3000 --out runs/mi-head-10k-{h}\n", r.stdout)  # the same data, 3,000 steps
-    for run, kept in (("3k", "head-3k"), ("10k", "head-10k"), ("influence", "head-influence-10k")):
-        assert f"cp runs/mi-head-{run}-{h}/mi_head.json runs/mi-head-{run}-{h}/mi_head.safetensors {gpu}/{kept}/\n" in r.stdout
-    assert re.search(rf"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors {gpu}/sudoku_head_relu/\n", r.stdout)
-    assert (f"mi_head_calibration.py {gpu}/sudoku_head_relu --old {gpu}/head-3k --out {gpu}/sudoku_head_calibration\n"
+    mi = "benchmarks/results/mi"  # the 24-layer model's MI tables (mi/12layer: the 12-layer model's)
+    for run, kept in (("3k", "sudoku24-3k"), ("10k", "sudoku24-10k"), ("influence", "sudoku24-influence-10k")):
+        assert f"cp runs/mi-head-{run}-{h}/mi_head.json runs/mi-head-{run}-{h}/mi_head.safetensors {keep}/heads/{kept}/\n" in r.stdout
+    assert re.search(rf"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors {keep}/heads/sudoku24-relu/\n",
+                     r.stdout)
+    assert (f"mi_head_calibration.py {keep}/heads/sudoku24-relu --old {keep}/heads/sudoku24-3k --out {mi}/sudoku_head_calibration\n"
             in r.stdout)  # the shipped head's copy against the one before it
     # its cost on the states the statistics run of step 4 built (a folder named after the model)
-    assert f"--states-dir runs/sudoku_mi_stats-{h} --out {gpu}\n" in r.stdout
+    assert f"--states-dir runs/sudoku_mi_stats-{h} --out {mi}\n" in r.stdout
     assert f"mi_head_cost.py unmask/models/sudoku unmask/models/sudoku --data runs/sudoku_mi_stats-{h} " in r.stdout
     assert r.stdout.index("sudoku_mi_stats.py --model") < r.stdout.index("mi_head_cost.py")
     states = {int(n) for n in re.findall(r"--states (\d+) --shard-size 100 --rows 16 --policy mi:gamma=1\\,lam=0", r.stdout)}
@@ -88,13 +90,13 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
         assert re.search(rf"--out {re.escape(out)}-{h}\b", r.stdout), out  # an old model's builds are never resumed
     # the policy the tables read is retrained (the 12-layer model's plain-ELBO and c = 1 policies are history)
     assert re.findall(r"keep_order_policy.py runs/(\S+) (\S+)\n", r.stdout) == [
-        (f"order-sudoku-tau0.1-c0.2-{h}", f"{gpu}/learned_order/policies/sudoku-tau0.1-c0.2")]
+        (f"order-sudoku-tau0.1-c0.2-{h}", f"{keep}/orders/sudoku24-tau0.1-c0.2")]
     assert not any(tmp_path.iterdir())  # a dry run stamps nothing
 
 
 def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_model(tmp_path):
-    # Bugs caught: a default results folder other than benchmarks/results/sudoku_gpu (the README's tables
-    # of the 24-layer model would not be remade, or the 12-layer model's history in benchmarks/results
+    # Bugs caught: a default results folder other than the 24-layer model's (the docs' tables of the
+    # 24-layer model would not be remade, or the 12-layer model's history in benchmarks/results/mi/12layer
     # overwritten), a README table no step makes, a frontier run of its own file missing, a step reading a
     # head folder no earlier step makes, the fixed-pass tables left beside the 150-puzzle frontier.
     import re
@@ -103,39 +105,43 @@ def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_mo
     assert r.returncode == 0, r.stderr
     commands = dry_commands(r.stdout)
     made = written(commands)
-    readme = (ROOT / "README.md").read_text()
-    marked = {w.removesuffix(Path(w).suffix) for m in re.findall(r"<!--\s*results:\s*(.*?)\s*-->", readme)
-              for w in m.split() if w.startswith("benchmarks/results/sudoku_gpu/")}
+    pages = "".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))])
+    tables = ("benchmarks/results/mi/", "benchmarks/results/sudoku/low_nfe/", "benchmarks/results/order/sudoku-24layer/")
+    marked = {w.removesuffix(Path(w).suffix) for m in re.findall(r"<!--\s*results:\s*(.*?)\s*-->", pages)
+              for w in m.split() if w.startswith(tables) and not w.startswith("benchmarks/results/mi/12layer/")}
     assert len(marked) >= 12  # (every table of the 24-layer model's sections)
     assert sorted(marked - made) == []
-    assert "benchmarks/results/sudoku_policies" in made  # the policy table, read by step 5's --baselines
-    gpu = "benchmarks/results/sudoku_gpu"
+    assert "benchmarks/results/sudoku/sudoku_policies" in made  # the policy table, read by step 5's --baselines
+    gpu = "benchmarks/results/mi"
+    keep = "benchmarks/models/heads"
     benchmarks = [w for w in commands if w[0] == "python" and w[1].startswith("benchmarks/") and option(w, "--out")]
-    for words in benchmarks:  # nothing of the 12-layer history in benchmarks/results is rewritten
+    for words in benchmarks:  # nothing of the 12-layer history is rewritten: each subject's current folder
         out = option(words, "--out")
-        assert out.startswith(f"{gpu}/") or out == gpu or (
-            out == "benchmarks/results" and words[1] in ("benchmarks/sudoku_policies.py", "benchmarks/sudoku_rounds.py")), words
-    frontier = [w for w in commands if w[1:2] == ["benchmarks/sudoku_frontier.py"]]
+        subject = words[1].split("/")[1]
+        assert "12layer" not in out and "history" not in out, words
+        assert out.startswith(f"benchmarks/results/{subject}") or (subject == "tools" and out.startswith("benchmarks/results/sudoku/")) \
+            or (subject == "order" and out.startswith("benchmarks/results/order/sudoku-24layer/")), words
+    frontier = [w for w in commands if w[1:2] == ["benchmarks/mi/sudoku_frontier.py"]]
     f = ["--model", "unmask/models/sudoku", "--n", "150", "--threads", "2", "--out", gpu]  # the README's $F
     assert len(frontier) == 24 and all(w[2:10] == f for w in frontier)
     assert sum(option(w, "--name") == "sudoku_frontier_300" and option(w, "--n") == "300" for w in frontier) == 6
     for name in ("sudoku_frontier", "sudoku_frontier_300"):  # each file starts afresh, with a full or entropy-budget run
-        runs = [i for i, w in enumerate(commands) if w[1:2] == ["benchmarks/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
+        runs = [i for i, w in enumerate(commands) if w[1:2] == ["benchmarks/mi/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
         assert commands[runs[0] - 1] == ["rm", "-f", f"{gpu}/{name}.json"]
     heads = {option(w, "--influence-head") for w in commands} | {option(w, "--head") for w in commands} | {
         option(w, "--old") for w in commands}
-    assert heads - {None} == {f"{gpu}/head-influence-10k", f"{gpu}/sudoku_head_relu", f"{gpu}/head-3k", f"{gpu}/head-values-10k",
-                              f"{gpu}/head-wide"}
+    assert heads - {None} == {f"{keep}/sudoku24-influence-10k", f"{keep}/sudoku24-relu", f"{keep}/sudoku24-3k",
+                              f"{keep}/sudoku24-values-10k", f"{keep}/sudoku24-wide"}
     for head in heads - {None}:  # copied into place (by step 6, or step 7 for the widened puzzles' head) before it is read
         copied = [i for i, w in enumerate(commands) if w[0] == "cp" and w[-1] == f"{head}/"]
         read = [i for i, w in enumerate(commands) if head in w and w[0] != "cp" and w[:2] != ["mkdir", "-p"]]
         assert copied and copied[0] < min(read), head
-    fixed = [w for w in commands if w[1:2] == ["benchmarks/sudoku_fixed_steps.py"]]
+    fixed = [w for w in commands if w[1:2] == ["benchmarks/mi/sudoku_fixed_steps.py"]]
     assert [option(w, "--exact-n") for w in fixed] == [None, "100", None]
     assert "--tables-only" in fixed[-1] and option(fixed[-1], "--frontier") == "sudoku_frontier_300"
-    assert all(option(w, "--influence-head") == f"{gpu}/head-influence-10k" for w in fixed)
-    mi = [w for w in commands if w[1:2] == ["benchmarks/sudoku_mi.py"]]
-    assert option(mi[-1], "--baselines") == "benchmarks/results/sudoku_policies.json"
+    assert all(option(w, "--influence-head") == f"{keep}/sudoku24-influence-10k" for w in fixed)
+    mi = [w for w in commands if w[1:2] == ["benchmarks/mi/sudoku_mi.py"]]
+    assert option(mi[-1], "--baselines") == "benchmarks/results/sudoku/sudoku_policies.json"
 
 
 def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
@@ -151,7 +157,7 @@ def test_reproduce_sudoku_skips_only_the_steps_done_on_this_model(tmp_path):
     assert builds and all("train-wide-3k.csv" in line for line in builds)  # (step 7 builds the widened puzzles' own)
     assert "sudoku_mi_stats.py" not in r.stdout  # (step 6 reads step 4's data)
     assert f"step 5 (mi_tables) on model {h}" in r.stdout
-    assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku_policies.py" in r.stdout
+    assert "step 3 (baselines) on model" in r.stdout and "python benchmarks/sudoku/sudoku_policies.py" in r.stdout
 
 
 @pytest.mark.parametrize("start", ["0", "10", "x", "3 4"])
@@ -187,7 +193,7 @@ def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tm
     lines = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ")]
     six = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku " in c + " "]
     twelve = [c for c in lines if c.startswith("unmask sudoku train") and "--out runs/sudoku-stack12" in c]
-    gpu = [c for c in lines if "benchmarks/train_sudoku_gpu.sh" in c]
+    gpu = [c for c in lines if "benchmarks/sudoku/train_sudoku_gpu.sh" in c]
     assert len(six) == 1 and len(twelve) == 1 and len(gpu) == 2
     assert lines.index(six[0]) < lines.index(twelve[0]) < lines.index(gpu[0]) < lines.index(gpu[1])
     assert "--init runs/sudoku/model" in twelve[0] and "--puzzles data/sudoku/train-hard.csv" in twelve[0]
@@ -200,10 +206,10 @@ def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tm
             assert made and lines.index(made[0]) < lines.index(gpu[0])
     assert re.search(r"cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors unmask/models/sudoku/\n",
                      r.stdout)
-    assert "cp runs/sudoku-gpu24/log.jsonl benchmarks/results/sudoku_gpu/phase1.jsonl" in r.stdout
-    assert "cp runs/sudoku-gpu24b/log.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl" in r.stdout
-    assert ("learning_curve.py benchmarks/results/sudoku_gpu/phase1.jsonl benchmarks/results/sudoku_gpu/phase2.jsonl "
-            "--out benchmarks/results/sudoku_learning_curve") in r.stdout
+    assert "cp runs/sudoku-gpu24/log.jsonl benchmarks/results/sudoku/runs/phase1.jsonl" in r.stdout
+    assert "cp runs/sudoku-gpu24b/log.jsonl benchmarks/results/sudoku/runs/phase2.jsonl" in r.stdout
+    assert ("learning_curve.py benchmarks/results/sudoku/runs/phase1.jsonl benchmarks/results/sudoku/runs/phase2.jsonl "
+            "--out benchmarks/results/sudoku/sudoku_learning_curve") in r.stdout
 
 
 def candidate(tmp_path: Path) -> tuple[str, str]:
@@ -226,10 +232,10 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
     commands = [line.strip() for line in r.stdout.splitlines() if line.startswith("  ") and "check_readme" not in line]
     assert len(commands) > 20
     for line in commands:  # nothing shipped is named: every path is the candidate's, or a build
-        assert "unmask/models" not in line and "benchmarks/results" not in line, line
+        assert "unmask/models" not in line and "benchmarks/results" not in line and "benchmarks/models" not in line, line
         for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
             assert path.startswith((model, results, "runs/", "data/")), line
-    reads_a_model = re.compile(r"benchmarks/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
+    reads_a_model = re.compile(r"benchmarks/\w+/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
                                r"sudoku_fixed_steps|learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
     readers = [c for c in commands if reads_a_model.search(c)]
     assert len(readers) >= 15 and all(f"--model {model}" in c for c in readers), [c for c in readers if model not in c]

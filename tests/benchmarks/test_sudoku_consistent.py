@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_consistent.py end to end on a tiny model: puzzles widened to several solutions,
+"""benchmarks/mi/sudoku_consistent.py end to end on a tiny model: puzzles widened to several solutions,
 decoded by their exact posterior and by the model, every row keeping its puzzles' outcomes, each family
 compared with the entropy budget of the same denoiser and set; bad arguments get one line and exit 2."""
 

@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_failures.py: each failure cause on hand-made decodes of a scripted denoiser, and
+"""benchmarks/mi/sudoku_failures.py: each failure cause on hand-made decodes of a scripted denoiser, and
 the script end to end on a tiny model."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_fixed_steps.py: the paired comparison with λ = 0, and the script end to end on a tiny model."""
+"""benchmarks/mi/sudoku_fixed_steps.py: the paired comparison with λ = 0, and the script end to end on a tiny model."""
 
 from __future__ import annotations
 

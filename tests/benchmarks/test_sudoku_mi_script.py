@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_mi.py: which baseline rows it takes from a policy table instead of measuring them."""
+"""benchmarks/mi/sudoku_mi.py: which baseline rows it takes from a policy table instead of measuring them."""
 
 from __future__ import annotations
 

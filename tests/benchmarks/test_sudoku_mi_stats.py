@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_mi_stats.py end to end on a tiny model: the pairs it counts and the head's zeros."""
+"""benchmarks/mi/sudoku_mi_stats.py end to end on a tiny model: the pairs it counts and the head's zeros."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/sudoku_prefix_gap.py end to end on a tiny model: every row keeps its puzzles' outcomes,
+"""benchmarks/mi/sudoku_prefix_gap.py end to end on a tiny model: every row keeps its puzzles' outcomes,
 the gaps come from them (on all puzzles and on the oracle's first ones), --gaps-only recomputes them
 alone, an interrupted run resumes, and bad arguments get one line and exit 2."""
 

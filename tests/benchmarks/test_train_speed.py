@@ -1,4 +1,4 @@
-"""benchmarks/train_speed.py: every variant times real steps and writes its rows (tiny sizes)."""
+"""benchmarks/sudoku/train_speed.py: every variant times real steps and writes its rows (tiny sizes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/train_sudoku_gpu.sh on the CPU with tiny sizes: a fresh stacked run, its hand-back, a resume."""
+"""benchmarks/sudoku/train_sudoku_gpu.sh on the CPU with tiny sizes: a fresh stacked run, its hand-back, a resume."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.benchmarks.scripts import ROOT
 
-SCRIPT = ROOT / "benchmarks" / "train_sudoku_gpu.sh"
+SCRIPT = ROOT / "benchmarks" / "sudoku" / "train_sudoku_gpu.sh"
 
 
 def setup(tmp_path: Path) -> Path:

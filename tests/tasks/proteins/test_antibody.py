@@ -16,7 +16,7 @@ from unmask.tasks.proteins.fasta import Record, write_fasta
 from unmask.tasks.proteins.infill import diversity, infill
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID, VOCAB_SIZE, encode_residues
 
-SHIPPED = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "heavy_chains.fasta"
+SHIPPED = Path(__file__).resolve().parents[3] / "benchmarks" / "proteins" / "data" / "heavy_chains.fasta"
 # UniProt P01756 (mouse Ig heavy chain V region) and its CDRs by the module's anchors
 P01756 = "EVQLQQSGPELVKPGASVKMSCKASGYTFTDYYMKWVKQSHGKSLEWIGDINPNNGGTSYNQKFKGKATLTVDKSSSTAYMQLNSLTSEDSAVYYCARDYDWYFDVWGAGTTVTVSS"
 

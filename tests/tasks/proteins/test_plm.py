@@ -22,7 +22,7 @@ from unmask.tasks.proteins.fasta import AMINO_ACIDS, read_fasta  # noqa: E402
 from unmask.tasks.proteins.plm import protein_vocab  # noqa: E402
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID, decode_residues, encode_residues, length_prompts  # noqa: E402
 
-HEAVY = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "heavy_chains.fasta"
+HEAVY = Path(__file__).resolve().parents[3] / "benchmarks" / "proteins" / "data" / "heavy_chains.fasta"
 ESM_VOCAB = ["<cls>", "<pad>", "<eos>", "<unk>", *"LAGVSERTIDPKQNFYMHWCXBUZO.-", "<null_1>", "<mask>"]  # ESM-2's 33
 
 
