@@ -157,7 +157,8 @@ def hf_model_dir(tmp_path_factory):
     """A tiny random BertForMaskedLM + word-level tokenizer saved as a local Hugging Face directory."""
     transformers = pytest.importorskip("transformers")
     d = tmp_path_factory.mktemp("tiny-mdm")
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("0123456789+-*=.#:?") + ["question", "answer", "has", "how", "many"]
+    words = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("0123456789+-*=.#:?")
+             + ["question", "answer", "has", "how", "many"])
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))

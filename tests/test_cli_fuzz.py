@@ -37,7 +37,8 @@ TINY_SHAPE = ["--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", 
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,8 @@ def run(argv: list, root: Path, output: Path | None = None) -> None:
 def mutated(valid: bytes) -> st.SearchStrategy[bytes]:
     """Random bytes, or ``valid`` truncated, with bytes replaced, inserted or deleted."""
     n = len(valid)
-    edit = st.tuples(st.integers(0, max(n - 1, 0)), st.sampled_from(["set", "insert", "delete"]), st.binary(min_size=1, max_size=3))
+    edit = st.tuples(st.integers(0, max(n - 1, 0)), st.sampled_from(["set", "insert", "delete"]),
+                     st.binary(min_size=1, max_size=3))
 
     def apply(edits, cut) -> bytes:
         out = bytearray(valid[:cut])
@@ -119,7 +121,8 @@ def spec_text() -> st.SearchStrategy[str]:
 
 NUMBER = st.one_of(st.integers(-(2**70), 2**70).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str),
                    st.sampled_from(["", "0", "-1", "1e-45", "0x10", "1_000", " 3", "nan", "2147483648", str(2**64), "1e308"]))
-VALID_SPECS = ["sequential", "topk:k=3", "random", "top_prob", "margin", "eb:gamma=0.5", "threshold:tau=0.9", "mi:gamma=1", "mi_exact:gamma=1"]
+VALID_SPECS = ["sequential", "topk:k=3", "random", "top_prob", "margin", "eb:gamma=0.5", "threshold:tau=0.9", "mi:gamma=1",
+               "exact:gamma=1"]
 
 
 def put(root: Path, name: str, content: bytes) -> Path:
@@ -151,7 +154,8 @@ def test_sudoku_eval_specs_and_numbers(world, spec, budget, temperature, seed):
 
 
 @settings(FUZZ, max_examples=60)
-@given(spec=st.sampled_from(VALID_SPECS), flag=st.sampled_from(["--budget", "--temperature", "--seed", "--batch-size"]), value=NUMBER)
+@given(spec=st.sampled_from(VALID_SPECS), flag=st.sampled_from(["--budget", "--temperature", "--seed", "--batch-size"]),
+       value=NUMBER)
 def test_sudoku_eval_numbers(world, spec, flag, value):
     # one number at a time, the others valid, so that each reaches the code that uses it
     run(["sudoku", "eval", "--puzzles", world / "puzzles.csv", "--model", world / "sudoku-model", "--json",

@@ -37,7 +37,8 @@ def refused(capsys, argv: list[str], message: str) -> None:
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # --- files that are not what they should be -------------------------------------------------------
@@ -111,9 +112,11 @@ def test_map_outputs(files, tmp_path, capsys):
     assert main(["mi", "map", "--puzzle", str(puzzles), "--model", str(model_dir), "--exact", "--out", str(nested)]) == 0
     assert json.loads(capsys.readouterr().out)["out"] == str(nested) and nested.stat().st_size > 0
     (tmp_path / "folder").mkdir()
-    refused(capsys, ["mi", "map", "--puzzle", puzzles, "--model", model_dir, "--exact", "--out", tmp_path / "folder"], "is a folder")
+    refused(capsys, ["mi", "map", "--puzzle", puzzles, "--model", model_dir, "--exact", "--out", tmp_path / "folder"],
+            "is a folder")
     assert not (tmp_path / "folder.png").exists()
-    refused(capsys, ["mi", "map", "--puzzle", puzzles, "--model", model_dir, "--exact", "--out", "/proc/x.png"], "/proc/x.png: cannot")
+    refused(capsys, ["mi", "map", "--puzzle", puzzles, "--model", model_dir, "--exact", "--out", "/proc/x.png"],
+            "/proc/x.png: cannot")
 
 
 def test_eval_writes_the_decoded_examples(files, tmp_path, capsys):
@@ -167,7 +170,8 @@ def test_eps_out_of_range(files, tmp_path, capsys, eps):
     # Failure: mi map --eps nan|-1 and mi data --eps nan accepted.
     model_dir, puzzles = files
     refused(capsys, ["mi", "map", "--puzzle", puzzles, "--model", model_dir, "--exact", "--eps", eps], "eps must be")
-    refused(capsys, ["mi", "data", "--puzzles", puzzles, "--model", model_dir, "--out", tmp_path / "d", "--eps", eps], "eps must be")
+    refused(capsys, ["mi", "data", "--puzzles", puzzles, "--model", model_dir, "--out", tmp_path / "d", "--eps", eps],
+            "eps must be")
 
 
 # --- nothing overwritten, resumes that would be another run ---------------------------------------

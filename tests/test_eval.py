@@ -6,12 +6,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import torch
-
-from unmask.eval import bootstrap_weights, frontier, markdown_table, mixture_frontier, mixture_gap_interval, row_gap_interval, shown_path
+from unmask.eval import (
+    bootstrap_weights,
+    frontier,
+    markdown_table,
+    mixture_frontier,
+    mixture_gap_interval,
+    row_gap_interval,
+    shown_path,
+)
 
 
 def test_markdown_table_rounds_floats_and_blanks_missing_cells():
@@ -23,7 +30,8 @@ def test_markdown_table_keeps_a_pipe_inside_its_cell():
     # Bug caught: a head named "P(X_i | C)" split its row into one cell too many.
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("check_readme", Path(__file__).parents[1] / "benchmarks" / "tools" / "check_readme.py")
+    spec = importlib.util.spec_from_file_location("check_readme",
+                                                  Path(__file__).parents[1] / "benchmarks" / "tools" / "check_readme.py")
     check_readme = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = check_readme
     spec.loader.exec_module(check_readme)
@@ -197,7 +205,8 @@ def test_compare_takes_measured_rows_from_its_cache_and_measures_the_rest(tmp_pa
     path = tmp_path / "c.partial.jsonl"
     first = ev.compare(None, None, sets, ["sequential", "topk:k=2"], progress=False, cache=RowCache(path, {"model": "m"}))
     assert len(measured) == 4
-    again = ev.compare(None, None, sets, ["sequential", "topk:k=2", "topk:k=3"], progress=False, cache=RowCache(path, {"model": "m"}))
+    again = ev.compare(None, None, sets, ["sequential", "topk:k=2", "topk:k=3"], progress=False,
+                       cache=RowCache(path, {"model": "m"}))
     assert again[:2] == first[:2] and again[3] == first[2]  # taken from the cache, in the order asked
     k3 = ev.policy_spec(ev.parse_policy("topk:k=3"))
     assert measured[4:] == [("A", k3), ("B", k3)]  # only the new policy is measured

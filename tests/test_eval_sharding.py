@@ -125,10 +125,10 @@ def _sudoku_set(blanks: int = 4):
     return SudokuSet(quizzes, full.solutions)
 
 
-@pytest.mark.parametrize("spec", ["sequential", "mi_exact:gamma=5"])  # (γ = 5: cells fit beside the first, so rows are probed)
+@pytest.mark.parametrize("spec", ["sequential", "exact:gamma=5"])  # (γ = 5: cells fit beside the first, so rows are probed)
 def test_evaluate_reports_the_documented_keys(make_sudoku_model, spec):
     # Bugs caught: a key renamed or dropped from the report; extra_passes reported for policies that
-    # spend none (or missing for mi_exact); accuracy not a fraction; max_nfe counting the wrong thing.
+    # spend none (or missing for exact); accuracy not a fraction; max_nfe counting the wrong thing.
     from unmask.policies import build_policy
     from unmask.tasks.sudoku.task import SudokuTask
 
@@ -137,12 +137,12 @@ def test_evaluate_reports_the_documented_keys(make_sudoku_model, spec):
     policy = build_policy(spec, model)
     out = evaluate(SudokuTask(), model, data, policy, batch_size=2)
     keys = {"n", "accuracy", "mean_nfe", "min_nfe", "max_nfe", "seconds", "examples_per_s"}
-    assert set(out) == keys | ({"extra_passes"} if spec.startswith("mi_exact") else set())
+    assert set(out) == keys | ({"extra_passes"} if spec.startswith("exact") else set())
     assert out["n"] == 3
     assert 0.0 <= out["accuracy"] <= 1.0
     assert 1 <= out["min_nfe"] <= out["mean_nfe"] <= out["max_nfe"] <= 4
     assert isinstance(out["max_nfe"], int) and out["seconds"] >= 0 and out["examples_per_s"] >= 0
-    if spec.startswith("mi_exact"):
+    if spec.startswith("exact"):
         assert out["extra_passes"] > out["mean_nfe"]  # a base pass and probes per step
     shown = evaluate(SudokuTask(), model, data, policy, show=2)
     assert len(shown["examples"]) == 2 and set(shown["examples"][0]) == {"puzzle", "output", "correct", "nfe"}

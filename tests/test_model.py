@@ -9,8 +9,18 @@ import torch
 
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
-from unmask.model import (CONFIG_FILE, WEIGHTS_FILE, ModelConfig, TransformerDenoiser, apply_rope, attention, load_model,
-                          rope_tables, save_model, warm_start)
+from unmask.model import (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    ModelConfig,
+    TransformerDenoiser,
+    apply_rope,
+    attention,
+    load_model,
+    rope_tables,
+    save_model,
+    warm_start,
+)
 from unmask.tasks.sudoku.data import POSITION_FEATURES
 
 

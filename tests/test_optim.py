@@ -30,7 +30,8 @@ def test_transformer_decays_exactly_the_linear_weights(make_model):
     d, r = _names(model, decay), _names(model, rest)
     assert set(d) == linear and linear
     for name in r:
-        assert name == "pos" or name.startswith(("tok.", "feats.")) or name.endswith(".bias") or ".ln" in name or name.startswith("ln_f."), name
+        assert (name == "pos" or name.startswith(("tok.", "feats.")) or name.endswith(".bias") or ".ln" in name
+                or name.startswith("ln_f.")), name
     assert "pos" in r and "tok.weight" in r and "ln_f.weight" in r and "head.bias" in r and "head.weight" in d
     assert any(".ln1.weight" in n for n in r)
     order = [n for n, p in model.named_parameters() if p.requires_grad]

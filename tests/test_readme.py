@@ -1,4 +1,5 @@
-"""The README's result tables against the committed results files (benchmarks/tools/check_readme.py): no model runs."""
+"""The result tables of the README and the docs against the committed results files (benchmarks/tools/check_readme.py):
+no model runs."""
 
 from __future__ import annotations
 
@@ -23,26 +24,35 @@ def _load():
 check_readme = _load()
 
 
-def _readme() -> str:
-    return README.read_text(encoding="utf-8")
+def _pages() -> dict[Path, str]:
+    """The README and every docs page, whose tables the check holds to their results files."""
+    return {path: path.read_text(encoding="utf-8") for path in check_readme.pages()}
 
 
-def test_every_marked_readme_table_matches_its_results_file():
-    # Bug caught: a README table edited by hand (or a results file regenerated) so that the two disagree,
-    # or a new results table added without a marker naming its file.
-    errors = check_readme.check(_readme())
-    assert not errors, "README tables disagree with their results files:\n" + "\n".join(errors)
+def test_every_marked_table_matches_its_results_file():
+    # Bug caught: a table of the README or the docs edited by hand (or a results file regenerated) so that
+    # the two disagree, or a new results table added without a marker naming its file.
+    errors = [f"{path.relative_to(ROOT)}: {e}" for path, text in _pages().items()
+              for e in check_readme.check(text, require=check_readme.requires_markers(path))]
+    assert not errors, "tables disagree with their results files:\n" + "\n".join(errors)
 
 
-def test_the_readme_marks_its_result_tables():
-    # Bug caught: the markers dropped, leaving the check above with nothing to check.
-    marked = [t for t in check_readme.tables(_readme()) if t.marker and not t.marker.startswith("none")]
-    assert len(marked) >= 10
+def test_the_pages_mark_their_result_tables():
+    # Bug caught: the markers dropped (or the docs left out of the check), leaving it with nothing to check.
+    pages = _pages()
+    assert any(p.parts[-3:-1] == ("docs", "results") for p in pages)
+    marked = [t for text in pages.values() for t in check_readme.tables(text) if t.marker and not t.marker.startswith("none")]
+    assert len(marked) >= 60
+
+
+def _page_with(row: str) -> str:
+    (text,) = [text for text in _pages().values() if row in text]
+    assert text.count(row) == 1, f"planting needs {row!r} exactly once"
+    return text
 
 
 def _plant(old: str, new: str) -> list[str]:
-    text = _readme()
-    assert text.count(old) == 1, f"planting needs {old!r} exactly once in the README"
+    text = _page_with(old)
     return check_readme.check(text.replace(old, new))
 
 
@@ -50,13 +60,15 @@ def _plant(old: str, new: str) -> list[str]:
     "old, new, table, cell",
     [
         # rows mode, the whole file table: one accuracy changed
-        ("| test-kaggle | sequential:metric=entropy | 48 | 99.5 | 395 |", "| test-kaggle | sequential:metric=entropy | 48 | 99.6 | 395 |",
+        ("| test-kaggle | sequential:metric=entropy | 48 | 99.5 | 395 |",
+         "| test-kaggle | sequential:metric=entropy | 48 | 99.6 | 395 |",
          "set | policy | mean_nfe | accuracy % | seconds", "accuracy %"),
         # rows mode, a subset of the file: one NFE changed
         ("| test-hard | mi:gamma=0.1,lam=2.0 | 28.4 |", "| test-hard | mi:gamma=0.1,lam=2.0 | 24.8 |",
          "set | policy | mean_nfe | accuracy % | extra_passes", "mean_nfe"),
         # pivot mode: one policy × budget cell changed
-        ("| Top-Prob (`top_prob`) | 57.5 |", "| Top-Prob (`top_prob`) | 58.5 |", "policy | T = 4 | T = 5 | T = 10 | T = 15 | T = 72", "T = 4"),
+        ("| Top-Prob (`top_prob`) | 57.5 |", "| Top-Prob (`top_prob`) | 58.5 |",
+         "policy | T = 4 | T = 5 | T = 10 | T = 15 | T = 72", "T = 4"),
         # numbers mode (JSON source): one metric changed
         ("| 94,640 | 0.0112 | 0.72 | 0.48 |", "| 94,640 | 0.0112 | 0.72 | 0.46 |", "held-out pairs | MSE", "Spearman"),
     ],
@@ -70,9 +82,8 @@ def test_the_check_catches_a_planted_mismatch(old, new, table, cell):
 
 
 def test_the_check_catches_a_dropped_row_and_an_unmarked_table():
-    text = _readme()
     row = "| test-hard | threshold:tau=0.7 | 3.52 | 24.1 | 22.8 |\n"
-    assert text.count(row) == 1
+    text = _page_with(row)
     errors = check_readme.check(text.replace(row, ""))
     assert any("21 rows" in e and "has 22" in e for e in errors), "\n".join(errors)
     assert any("threshold:tau=0.7 | 3.52 | 24.1 | 22.8' is missing" in e for e in errors), "\n".join(errors)
@@ -106,7 +117,8 @@ def test_refresh_rewrites_tables_from_their_files_and_leaves_the_rest(tmp_path):
     old = ("Sequential solves 94.8 %.\n\n<!-- results: r.md -->\n| set | policy | eps | nfe | acc |\n|---|---|---|---|---|\n"
            "| a | seq | 0 | **48** | 94.8 |\n| b | seq | 0 | 56.6 | 36.5 |\n\n"
            "<!-- results: r.md subset -->\n| set | policy | acc |\n|---|---|---|\n| b | seq | 36.5 |\n| a | mi | 88 |\n\n"
-           "<!-- results: r.md subset key=set,policy,eps -->\n| set | policy | eps | acc |\n|---|---|---|---|\n| a | mi | 0.1 | 70 |\n\n"
+           "<!-- results: r.md subset key=set,policy,eps -->\n"
+           "| set | policy | eps | acc |\n|---|---|---|---|\n| a | mi | 0.1 | 70 |\n\n"
            "<!-- results: j.json numbers scale=100 -->\n| acc |\n|---|\n| 94.8 % |\n")
     new, changes, left = check_readme.refresh(old, tmp_path)
     assert new.startswith("Sequential solves 94.8 %.")  # prose is a hand edit
@@ -145,7 +157,8 @@ def test_refresh_command_writes_only_when_asked(tmp_path):
     import subprocess
 
     (tmp_path / "README.md").write_text("<!-- results: benchmarks/results/sudoku/sudoku_policies.md -->\n"
-                                        "| set | policy | mean_nfe | accuracy % | seconds |\n|---|---|---|---|---|\n| x | y | 1 | 2 | 3 |\n")
+                                        "| set | policy | mean_nfe | accuracy % | seconds |\n"
+                                        "|---|---|---|---|---|\n| x | y | 1 | 2 | 3 |\n")
     script = [sys.executable, str(ROOT / "benchmarks" / "tools" / "check_readme.py"), str(tmp_path / "README.md"), "--refresh"]
     before = (tmp_path / "README.md").read_text()
     r = subprocess.run(script, capture_output=True, text=True)

@@ -78,7 +78,8 @@ def test_refuses_to_overwrite_or_resume_wrongly(tmp_path):
     with pytest.raises(UnmaskError, match="already holds a run"):
         train(ConstantTask(), cfg, tmp_path / "r", progress=False)
     with pytest.raises(UnmaskError, match="different training settings"):
-        train(ConstantTask(), TrainConfig(steps=4, batch_size=4, warmup=1, lr=1.0, bf16=False), tmp_path / "r", resume=True, progress=False)
+        train(ConstantTask(), TrainConfig(steps=4, batch_size=4, warmup=1, lr=1.0, bf16=False), tmp_path / "r", resume=True,
+              progress=False)
     with pytest.raises(UnmaskError, match="nothing to resume"):
         train(ConstantTask(), cfg, tmp_path / "none", resume=True, progress=False)
 

@@ -9,12 +9,12 @@ one release.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from importlib.metadata import PackageNotFoundError, version
+import warnings
 
-from unmask.commands import maths, mi, proteins, sudoku
-from unmask.commands.common import deprecated
-from unmask.errors import UnmaskError
+from unmask import __version__
+from unmask.errors import SpecRenamed, UnmaskError
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,17 +25,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"unmask: error: {where + ': ' if where else ''}{message} (see --help)\n")
 
 
-def _version() -> str:
-    try:
-        return version("unmask")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``unmask`` argument parser."""
+    from unmask.commands import maths, mi, proteins, sudoku  # (torch and every task: not needed for --version)
+
     p = Parser(prog="unmask", description="Parallel decoding of masked diffusion models.")
-    p.add_argument("--version", action="version", version=f"unmask {_version()}")
+    p.add_argument("--version", action="version", version=f"unmask {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="{sudoku,maths,proteins,mi}")
     sudoku.add_parser(sub)
     maths.add_parser(sub)
@@ -51,13 +46,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def spec_notes():
+    """Show each :class:`SpecRenamed` warning once, as one ``unmask: note:`` line on stderr (other
+    warnings as Python shows them)."""
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def note(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, SpecRenamed):
+                print(f"unmask: note: {message}", file=sys.stderr)
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.simplefilter("once", SpecRenamed)  # a spec checked before the model loads, then built, notes once
+        warnings.showwarning = note
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``unmask`` command."""
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:  # answered before torch is imported
+        print(f"unmask {__version__}")
+        raise SystemExit(0)  # as argparse's version action does
     args = build_parser().parse_args(argv)
     if getattr(args, "old_spelling", None):  # set only by the hidden old-spelling parsers
+        from unmask.commands.common import deprecated
+
         deprecated(*args.old_spelling)
     try:
-        args.run(args)
+        with spec_notes():
+            args.run(args)
     except UnmaskError as e:
         print(f"unmask: error: {e}", file=sys.stderr)
         return 2

@@ -19,9 +19,10 @@ import torch
 from tqdm import tqdm
 
 from unmask import artifacts, dist
-from unmask.decode import DecodeResult, Policy, TokenRule, decode, parse_policy, policy_spec
+from unmask.decode import DecodeResult, Policy, TokenRule, decode, policy_spec
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
+from unmask.policies import parse_policy  # every family registered: a spec parses whatever was imported before
 from unmask.runs import RowCache, code_digest, file_digest
 from unmask.tasks.base import Task
 
@@ -62,7 +63,8 @@ def decode_all(
         empty = torch.zeros(0, dtype=torch.long)
         return Run(DecodeResult(tokens.clone(), empty, torch.full(tokens.shape, -1), empty), seconds)
     order = torch.cat([index for index, _ in pieces]).argsort()  # back to the order of the set
-    return Run(DecodeResult(**{f.name: torch.cat([getattr(r, f.name) for _, r in pieces])[order] for f in fields(DecodeResult)}), seconds)
+    return Run(DecodeResult(**{f.name: torch.cat([getattr(r, f.name) for _, r in pieces])[order]
+                               for f in fields(DecodeResult)}), seconds)
 
 
 def evaluate(
@@ -125,7 +127,8 @@ def compare(task: Task, denoiser: Denoiser, sets: dict, policies: list, batch_si
     return rows
 
 
-ARTIFACT_FILES = {name for kind in (artifacts.MODEL, artifacts.MI_HEAD, artifacts.ORDER_POLICY) for name in (kind.weights, kind.meta)}
+ARTIFACT_FILES = {name for kind in (artifacts.MODEL, artifacts.MI_HEAD, artifacts.ORDER_POLICY)
+                  for name in (kind.weights, kind.meta)}
 
 
 def results_cache(out: Path, name: str, model_dir: str | os.PathLike, files: list, **context) -> RowCache:
@@ -163,7 +166,8 @@ def upper_hull(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     for x, y in sorted(points, key=lambda p: (p[0], -p[1])):  # by cost, the best first at equal cost
         if hull and y <= hull[-1][1]:
             continue  # dominated: no better than something as cheap (so no two hull points share a cost)
-        while len(hull) >= 2 and (hull[-1][1] - hull[-2][1]) * (x - hull[-2][0]) <= (y - hull[-2][1]) * (hull[-1][0] - hull[-2][0]):
+        while (len(hull) >= 2
+               and (hull[-1][1] - hull[-2][1]) * (x - hull[-2][0]) <= (y - hull[-2][1]) * (hull[-1][0] - hull[-2][0])):
             hull.pop()  # under the chord from hull[-2] to this point
         hull.append((x, y))
     return hull
@@ -187,7 +191,8 @@ def bootstrap_weights(n_examples: int, resamples: int, seed: int = 0) -> torch.T
     draws of N with replacement, each ``torch.randint(N, (N,))`` from ``torch.Generator().manual_seed(seed)``."""
     gen = torch.Generator().manual_seed(seed)
     rows = [torch.ones(n_examples, dtype=torch.long)]
-    rows += [torch.bincount(torch.randint(n_examples, (n_examples,), generator=gen), minlength=n_examples) for _ in range(resamples)]
+    rows += [torch.bincount(torch.randint(n_examples, (n_examples,), generator=gen), minlength=n_examples)
+             for _ in range(resamples)]
     return torch.stack(rows).double()
 
 
@@ -195,7 +200,8 @@ def _resampled(weights: torch.Tensor, family: Family) -> tuple[torch.Tensor, tor
     """Each row's accuracy (points) and mean NFE under each draw of ``weights``: two ``(1 + B, R)``."""
     solved, nfe = family
     if solved.shape != nfe.shape or solved.shape[1] != weights.shape[1]:
-        raise ValueError(f"solved {tuple(solved.shape)} and nfe {tuple(nfe.shape)} must both be (rows, {weights.shape[1]} examples)")
+        raise ValueError(f"solved {tuple(solved.shape)} and nfe {tuple(nfe.shape)} "
+                         f"must both be (rows, {weights.shape[1]} examples)")
     n = weights.shape[1]
     return 100 * weights @ solved.double().T / n, weights @ nfe.double().T / n
 
@@ -283,7 +289,8 @@ def regapped(path: Path, points: list[float], resamples: int, gap_rows: Callable
 def gap_summary(g: dict) -> dict:
     """The shown figures of one bootstrapped gap of :func:`mixture_gap_interval` or :func:`row_gap_interval`."""
     return {"gap": round(g["gap"], 1), "95% interval": f"{g['low']:+.1f}…{g['high']:+.1f}", "low": round(g["low"], 2),
-            "high": round(g["high"], 2), "share of resamples ahead": round(g["share_ahead"], 3), "defined": round(g["defined"], 3)}
+            "high": round(g["high"], 2), "share of resamples ahead": round(g["share_ahead"], 3),
+            "defined": round(g["defined"], 3)}
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:

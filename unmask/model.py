@@ -73,7 +73,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: floa
 
     In bfloat16 on a CPU (training under autocast) it is written out as two matmuls around an fp32
     softmax: PyTorch's fused CPU kernel is slow in bfloat16 (its backward took 7× the fp32 one on this
-    repository's AMX machine, `benchmarks/train_speed.py`), while the matmuls run on the bfloat16 units.
+    repository's AMX machine, `benchmarks/sudoku/train_speed.py`), while the matmuls run on the bfloat16 units.
     Every other case, fp32 inference included, is ``F.scaled_dot_product_attention`` unchanged.
     """
     if q.dtype != torch.bfloat16 or q.device.type != "cpu":
@@ -126,7 +126,8 @@ class TransformerDenoiser(nn.Module):
         if position_ids is None:
             position_ids = torch.zeros(cfg.seq_len, len(cfg.position_features), dtype=torch.long)
         if tuple(position_ids.shape) != (cfg.seq_len, len(cfg.position_features)):
-            raise UnmaskError(f"position_ids must be ({cfg.seq_len}, {len(cfg.position_features)}), got {tuple(position_ids.shape)}")
+            raise UnmaskError(f"position_ids must be ({cfg.seq_len}, {len(cfg.position_features)}), "
+                              f"got {tuple(position_ids.shape)}")
         self.register_buffer("position_ids", position_ids.long().clone())
         cos, sin = rope_tables(cfg.seq_len, cfg.d_model // cfg.n_heads) if cfg.rope else (torch.empty(0), torch.empty(0))
         self.register_buffer("rope_cos", cos, persistent=False)  # (L, Dh/2), recomputed, never saved

@@ -25,7 +25,8 @@ def param_groups(module: nn.Module, weight_decay: float) -> list[dict]:
     ]
 
 
-def adamw(module: nn.Module, lr: float, weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.AdamW:
+def adamw(module: nn.Module, lr: float, weight_decay: float = 0.0,
+          betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.AdamW:
     """AdamW over ``module``'s trainable parameters with :func:`param_groups`."""
     return torch.optim.AdamW(param_groups(module, weight_decay), lr=lr, betas=betas)
 

@@ -4,7 +4,7 @@
 every query with the exact conditional P(x_n = v | unmasked tokens): its conditionals all agree with
 one joint, which no trained model's do. ``JointDenoiser`` is the same for a dense table of V^L
 probabilities (tiny L and V only); the tests check decoding (exact sampling, recovery of a
-deterministic joint) and MI (analytic values) against it. ``benchmarks/sudoku_consistent.py`` uses a
+deterministic joint) and MI (analytic values) against it. ``benchmarks/mi/sudoku_consistent.py`` uses a
 support of every solution of Sudoku puzzles that have several.
 """
 

@@ -95,7 +95,8 @@ def plot_pareto(rows: list[dict], out: str | os.PathLike, title: str, y: str = "
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 5 * nrows), squeeze=False)
     for ax in axes.flat[len(sets):]:
         ax.set_visible(False)
-    series = {name: i for i, name in enumerate(dict.fromkeys(r["policy"].split(":")[0] for r in rows))}  # one colour and style per name, in every panel
+    # one colour and style per name, in every panel
+    series = {name: i for i, name in enumerate(dict.fromkeys(r["policy"].split(":")[0] for r in rows))}
     for ax, s in zip(axes.flat, sets):
         by_name: dict[str, list[dict]] = {}
         for r in rows:

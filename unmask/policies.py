@@ -2,7 +2,8 @@
 
 The front door for users, commands and benchmarks: importing this module registers every policy
 family (the baselines of :mod:`unmask.decode`, the MI-guided ones of :mod:`unmask.mi.policies`, the
-learned order of :mod:`unmask.order.policy`), and
+learned order of :mod:`unmask.order.policy`), so a spec parses the same whatever was imported before;
+:func:`policies_in_tier` lists them by :class:`Tier` (stable, research, oracle), and
 :func:`build_policy` turns a spec such as ``mi:gamma=0.1,lam=2`` into a policy whose declared
 resources are filled — the model to probe, the MI head saved beside the model — loading only what
 this policy instance needs.
@@ -11,13 +12,13 @@ this policy instance needs.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
-from unmask import mi, order  # noqa: F401  (registers mi, mi_exact and learned)
+from unmask import mi, order  # noqa: F401  (registers the mi, demask, research, oracle and learned policies)
 from unmask.decode import POLICIES, attach, needed_resources, parse_policy, policy_spec, with_budget
-from unmask.decode.registry import describe_policies, spec_keys
+from unmask.decode.registry import RENAMED, Tier, describe_policies, policies_in_tier, spec_keys
 from unmask.denoiser import Denoiser
-from unmask.errors import UnmaskError
+from unmask.errors import SpecRenamed, UnmaskError
 
 
 def _mi_head(denoiser: Denoiser, model_dir: str | os.PathLike | None):
@@ -44,12 +45,12 @@ LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None], object]] = {
 }
 
 
-def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | os.PathLike | None = None, budget: int | None = None,
-                 resolve: bool = True):
+def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | os.PathLike | None = None,
+                 budget: int | None = None, resolve: bool = True):
     """Parse ``spec``, set a fixed ``budget`` if given, and attach every resource the policy needs.
 
     Args:
-        denoiser: the model the policy will decode with (probed by ``mi_exact``).
+        denoiser: the model the policy will decode with (probed by the oracles, e.g. ``exact``).
         model_dir: where that model was loaded from (MI heads and order policies are saved there).
         budget: passes for a fixed-budget policy (``random``, ``top_prob``, ``margin``); refused for
             others, and for a spec that names its own ``steps`` (two budgets would be ambiguous).
@@ -69,5 +70,5 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
     return attach(policy, **objects)
 
 
-__all__ = ["LOADERS", "POLICIES", "attach", "build_policy", "describe_policies", "needed_resources", "parse_policy", "policy_spec",
-           "spec_keys", "with_budget"]
+__all__ = ["LOADERS", "POLICIES", "RENAMED", "SpecRenamed", "Tier", "attach", "build_policy", "describe_policies",
+           "needed_resources", "parse_policy", "policies_in_tier", "policy_spec", "spec_keys", "with_budget"]

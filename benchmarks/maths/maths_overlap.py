@@ -115,7 +115,8 @@ def main() -> None:
     meta = {"threads": args.threads, "minutes": round((time.time() - start) / 60, 1)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "maths_overlap.json").write_text(json.dumps({"meta": meta, "models": results}, indent=1) + "\n")
-    lines = ["| model | test problems | training set | training problems | distinct questions | distinct solutions | test questions in it | test solutions in it |",
+    lines = ["| model | test problems | training set | training problems | distinct questions | distinct solutions "
+             "| test questions in it | test solutions in it |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         names = [k for k, v in r.items() if isinstance(v, dict) and "problems" in v]
@@ -127,12 +128,14 @@ def main() -> None:
     lines += ["", "| model | test problems | solution seen in training | clean (solution never seen) |", "|---|---|---|---|"]
     lines += [f"| `{r['model']}` | {r['test']} | {r['solutions_seen_any']} | {r['clean']} |" for r in results]
     if args.eval:
-        lines += ["", "| model | policy | problems decoded | clean: correct / n | clean accuracy % | seen: correct / n | seen accuracy % |",
+        lines += ["", "| model | policy | problems decoded | clean: correct / n | clean accuracy % "
+                      "| seen: correct / n | seen accuracy % |",
                   "|---|---|---|---|---|---|---|"]
         for r in results:
             e = r["eval"]
             lines.append(f"| `{r['model']}` | {e['policy']} | {e['n']} | {e['clean']['correct']} / {e['clean']['n']} | "
-                         f"{100 * e['clean']['accuracy']:.1f} | {e['seen']['correct']} / {e['seen']['n']} | {100 * e['seen']['accuracy']:.1f} |")
+                         f"{100 * e['clean']['accuracy']:.1f} | {e['seen']['correct']} / {e['seen']['n']} | "
+                         f"{100 * e['seen']['accuracy']:.1f} |")
     (args.out / "maths_overlap.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"{meta['minutes']} min")

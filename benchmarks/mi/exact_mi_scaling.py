@@ -5,15 +5,16 @@
 Exact MI probes every value v of every masked position i (1 + N·|V| passes). Skipping values with
 P(X_i = v | C) < ε saves passes; the skipped mass is filled in with the kept values' mean conditional
 entropy, so an entry's error is at most (skipped mass)·log|V| (``exact_mi``'s bound). This measures
-the real error against ε = 0 on the same states (every entry I[i, j] of every masked pair, as computed): states drawn at a uniformly random step of
-sequential trajectories and of parallel ones (the entropy budget, mi:gamma=1,lam=0 — where
-parallel decoding makes its decisions), on test-kaggle and test-hard. The rows with ``skip_rows_below``
-also leave out positions the model is nearly sure of: for one consistent joint their MI would be at
-most H(X_i | C); the measured error shows whether this model's conditionals allow it. The ε = 0 rows
-also say how far the model is from one consistent joint: the Spearman correlation of I[i, j] with
-I[j, i] over masked pairs (1 for a joint; also over the pairs that matter, above 0.01 nats), the
-share of negative entries (0 for a joint), and the share of the pairs that matter whose ½(I_ij + I_ji)
-exceeds min(H_i, H_j), more than any joint with the model's own marginals allows.
+the real error against ε = 0 on the same states (every entry I[i, j] of every masked pair, as computed):
+states drawn at a uniformly random step of sequential trajectories and of parallel ones (the entropy
+budget, mi:gamma=1,lam=0 — where parallel decoding makes its decisions), on test-kaggle and test-hard.
+The rows with ``skip_rows_below`` also leave out positions the model is nearly sure of: for one
+consistent joint their MI would be at most H(X_i | C); the measured error shows whether this model's
+conditionals allow it. The ε = 0 rows also say how far the model is from one consistent joint: the
+Spearman correlation of I[i, j] with I[j, i] over masked pairs (1 for a joint; also over the pairs that
+matter, above 0.01 nats), the share of negative entries (0 for a joint), and the share of the pairs that
+matter whose ½(I_ij + I_ji) exceeds min(H_i, H_j), more than any joint with the model's own marginals
+allows.
 
 Every row is measured twice: for the paper's I (``raw``) and for the MI of each row's probe joint
 P(X_i = v | C)·P(X_j | X_i = v, C) (``exact_mi``'s ``joint``, the ``_joint`` columns): the same
@@ -68,10 +69,12 @@ def measure(model, puzzles: torch.Tensor, split: str, kind: str, seed: int, eps_
     matter = off & (sym > MATTERS)
     least_h = torch.minimum(ref.entropy[:, :, None], ref.entropy[:, None, :])  # (S, L, L) min(H_i, H_j)
     joint = {f"{k}_joint": v for k, v in consistency({"tokens": x, "mi": ref.joint, "rows": ref.rows}, model.mask_id).items()}
-    rows.append({**base, "eps": 0.0, "skip_rows_below": 0.0, "mean_passes": float(ref.passes.double().mean()), "full_passes": float(full.mean()),
-                 "saving_x": float(full.sum() / ref.passes.sum()), "max_error": 0.0, "mean_error": 0.0,
-                 "max_bound": 0.0, "max_error_joint": 0.0, "mean_error_joint": 0.0, "negative_share": float((ref.raw[off] < 0).double().mean()),
-                 "above_min_entropy_share_matters": float((sym[matter] > least_h[matter]).double().mean()) if matter.any() else None,
+    rows.append({**base, "eps": 0.0, "skip_rows_below": 0.0, "mean_passes": float(ref.passes.double().mean()),
+                 "full_passes": float(full.mean()), "saving_x": float(full.sum() / ref.passes.sum()),
+                 "max_error": 0.0, "mean_error": 0.0, "max_bound": 0.0, "max_error_joint": 0.0, "mean_error_joint": 0.0,
+                 "negative_share": float((ref.raw[off] < 0).double().mean()),
+                 "above_min_entropy_share_matters": (float((sym[matter] > least_h[matter]).double().mean())
+                                                     if matter.any() else None),
                  **consistency({"tokens": x, "mi": ref.raw, "rows": ref.rows}, model.mask_id), **joint})
     runs = [(eps, 0.0) for eps in eps_levels] + [(eps, skip) for skip in skips for eps in skip_eps]
     for eps, skip in runs:
@@ -80,7 +83,8 @@ def measure(model, puzzles: torch.Tensor, split: str, kind: str, seed: int, eps_
         rows.append({**base, "eps": eps, "skip_rows_below": skip, "mean_passes": float(res.passes.double().mean()),
                      "full_passes": float(full.mean()), "saving_x": float(full.sum() / res.passes.sum()),
                      "max_error": float(err.max()), "mean_error": float(err.mean()),
-                     "max_bound": float(res.bound.max()), "max_error_joint": float(err_joint.max()), "mean_error_joint": float(err_joint.mean())})
+                     "max_bound": float(res.bound.max()), "max_error_joint": float(err_joint.max()),
+                     "mean_error_joint": float(err_joint.mean())})
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -118,9 +122,10 @@ def main(argv: list[str] | None = None) -> None:
     result = {"model": shown_path(args.model), "n": args.n, "seed": args.seed, "rows": rows,
               "minutes": round((time.time() - start) / 60, 1), "reused_blocks": cache.hits}
     (args.out / "exact_mi_scaling.json").write_text(json.dumps(result, indent=1) + "\n")
-    cols = ["set", "states_from", "mean_masked", "eps", "skip_rows_below", "mean_passes", "full_passes", "saving_x", "max_error", "mean_error",
-            "max_bound", "max_error_joint", "mean_error_joint", "negative_share", "above_min_entropy_share_matters",
-            "exact_ij_vs_ji_spearman", "exact_ij_vs_ji_spearman_matters", "exact_ij_vs_ji_spearman_joint", "exact_ij_vs_ji_spearman_matters_joint"]
+    cols = ["set", "states_from", "mean_masked", "eps", "skip_rows_below", "mean_passes", "full_passes", "saving_x", "max_error",
+            "mean_error", "max_bound", "max_error_joint", "mean_error_joint", "negative_share", "above_min_entropy_share_matters",
+            "exact_ij_vs_ji_spearman", "exact_ij_vs_ji_spearman_matters", "exact_ij_vs_ji_spearman_joint",
+            "exact_ij_vs_ji_spearman_matters_joint"]
     md = markdown_table(rows, cols)
     (args.out / "exact_mi_scaling.md").write_text(md + "\n")
     cache.done()

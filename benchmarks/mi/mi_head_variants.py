@@ -42,8 +42,9 @@ initialised and its batches drawn from the same seed; the same held-out states) 
 thread; the denoiser's block outputs are caught by forward hooks, free). Beside the table: how well
 the exact symmetric part itself ranks one direction on the held-out states (what a perfect symmetric
 head would score on pairs whose target is one direction). Beside each head's held-out score, its score
-on as many of its own training states, drawn at random (``train_spearman_matters``, ``train_spearman``): a large gap says it over-fits (more
-states would help), none says the head's form or inputs limit it. Writes ``OUT.{json,md}``.
+on as many of its own training states, drawn at random (``train_spearman_matters``, ``train_spearman``):
+a large gap says it over-fits (more states would help), none says the head's form or inputs limit it.
+Writes ``OUT.{json,md}``.
 """
 
 from __future__ import annotations
@@ -63,13 +64,24 @@ from unmask.decode.scores import entropy
 from unmask.eval import markdown_table, shown_path
 from unmask.mi.data import load_mi_datasets
 from unmask.mi.estimator import HeadConfig, MIHead, position_mlp
-from unmask.mi.fit import TARGETS, HeadTrainConfig, both_rows, consistency, evaluate_head, fit_pairs, median_time, pair_mask, split, targets
+from unmask.mi.fit import (
+    TARGETS,
+    HeadTrainConfig,
+    both_rows,
+    consistency,
+    evaluate_head,
+    fit_pairs,
+    median_time,
+    pair_mask,
+    split,
+    targets,
+)
 from unmask.model import WEIGHTS_FILE, load_model
 from unmask.runs import file_digest
 from unmask.tasks.sudoku.task import DEFAULT_MODEL
 
-COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "train_spearman_matters", "spearman_matters_both_rows", "spearman", "train_spearman", "mse",
-           "top10_recall", "head_ms", "relative_cost"]
+COLUMNS = ["head", "parameters", "fitted_pairs", "spearman_matters", "train_spearman_matters", "spearman_matters_both_rows",
+           "spearman", "train_spearman", "mse", "top10_recall", "head_ms", "relative_cost"]
 TRAIN = HeadTrainConfig()  # the fit of `unmask mi train` (steps and seed come from the command line)
 HEADS = ("relu", "both", "scaled", "pair-mlp", "blocks", "values", "values-scaled", "coupled", "exclusion",
          "probes")  # --only's names, in the table's order
@@ -192,7 +204,8 @@ class ProbeHead(PositionHead):
         delta = torch.einsum("bikq,bjwq->bikjw", a, dst) / math.sqrt(q)  # (B, N, k, N, V)
         log_p = probs.clamp_min(1e-9).log()  # (B, N, V)
         same = F.one_hot(v_top, v).to(probs.dtype)  # (B, N, k, V) e_v
-        logits = log_p[:, None, None] * (1 + sharpen[:, :, None, :, None]) + delta - avoid[:, :, None, :, None] * same[:, :, :, None, :]
+        logits = (log_p[:, None, None] * (1 + sharpen[:, :, None, :, None]) + delta
+                  - avoid[:, :, None, :, None] * same[:, :, :, None, :])
         cond = logits.log_softmax(-1)  # (B, N, k, N, V) predicted log P(X_j | X_i = v, C)
         h_cond = -(cond.exp() * cond).sum(-1)  # (B, N, k, N)
         base = log_p.log_softmax(-1)  # (B, N, V) as the conditionals are computed, so no shift is exactly 0
@@ -292,22 +305,25 @@ def main(argv: list[str] | None = None) -> None:
         "pair-mlp": ("MLP over 8 bilinear forms", lambda: PairMLPHead(d, TRAIN.d_hidden), final, pairs),
         "blocks": (f"mi train's, + blocks {','.join(map(str, args.layers))}", lambda: bilinear(deep.shape[-1]), deep, pairs),
         "values": ("mi train's, + P(X_i | C) and its entropy", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
-        "values-scaled": (f"mi train's, + P(X_i | C) and its entropy, fitted on log(1 + I/{SCALE})", lambda: bilinear(with_values.shape[-1]), with_values, pairs),
-        "coupled": ("MI of a coupled joint of P(X_i | C), P(X_j | C)", lambda: CouplingHead(d, values_in, TRAIN.d_hidden, TRAIN.rank),
-                    with_values, pairs),
+        "values-scaled": (f"mi train's, + P(X_i | C) and its entropy, fitted on log(1 + I/{SCALE})",
+                          lambda: bilinear(with_values.shape[-1]), with_values, pairs),
+        "coupled": ("MI of a coupled joint of P(X_i | C), P(X_j | C)",
+                    lambda: CouplingHead(d, values_in, TRAIN.d_hidden, TRAIN.rank), with_values, pairs),
         "exclusion": ("exclusion MI of P(X | C), gated per pair", lambda: ExclusionHead(d, values_in, TRAIN.d_hidden, TRAIN.rank),
                       with_values, pairs),
-        "probes": ("amortised probes (top 3 values)", lambda: ProbeHead(d, values_in, TRAIN.d_hidden, TRAIN.rank), with_values, pairs),
+        "probes": ("amortised probes (top 3 values)", lambda: ProbeHead(d, values_in, TRAIN.d_hidden, TRAIN.rank),
+                   with_values, pairs),
     }
     assert list(variants) == list(HEADS)
     order = [name for name, *_ in variants.values()]  # the table's row order
     kept = []  # with --only: the rows of OUT.json that are not measured again
     if args.only:
         old = json.loads(args.out.with_suffix(".json").read_text())
-        run = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target,
-               "train_states": len(train)}
+        run = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps,
+               "target": args.target, "train_states": len(train)}
         if {k: old.get(k) for k in run} != run:
-            p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps, target or train states")
+            p.error(f"--only: {args.out.with_suffix('.json')} was measured with another model, data, steps, target "
+                    "or train states")
         names = {variants[k][0] for k in args.only}
         kept = [row for row in old["rows"] if row["head"] not in names]
     if args.only or args.heads:
@@ -325,15 +341,17 @@ def main(argv: list[str] | None = None) -> None:
         m = evaluate_head(head, x[val], target[val], pairs[val], both=both[val])
         seen = evaluate_head(head, x[own], target[own], pairs[own])
         with torch.no_grad():
-            head_s = median_time(lambda: head(x[val[:250]]), 11)
+            head_s = median_time(lambda head=head, xv=x[val[:250]]: head(xv), 11)
         rows.append({"head": name, "parameters": head.num_parameters(), "fitted_pairs": int(fitted_on[train].sum()),
-                     **{k: m.get(k) for k in COLUMNS[3:-2] if not k.startswith("train_")}, "train_spearman_matters": seen["spearman_matters"],
-                     "train_spearman": seen["spearman"], "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
+                     **{k: m.get(k) for k in COLUMNS[3:-2] if not k.startswith("train_")},
+                     "train_spearman_matters": seen["spearman_matters"], "train_spearman": seen["spearman"],
+                     "head_ms": round(1000 * head_s, 2), "relative_cost": head_s / denoiser_s})
         print(json.dumps(rows[-1]), flush=True)
     reference = consistency({k: v[val] for k, v in data.items()}, model.mask_id, TARGETS[args.target])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps, "target": args.target,
-              "train_states": len(train), "val_states": len(val), "denoiser_ms": round(1000 * denoiser_s, 2),
+    result = {"model": shown_path(args.model), "data": [shown_path(x) for x in args.data], "steps": args.steps,
+              "target": args.target, "train_states": len(train), "val_states": len(val),
+              "denoiser_ms": round(1000 * denoiser_s, 2),
               "rows": rows, "reference": reference, "minutes": round((time.time() - start) / 60, 1)}
     if args.only:  # the heads in their first order, each row from the run that measured it
         result["rows"] = sorted(kept + rows, key=lambda row: order.index(row["head"]) if row["head"] in order else len(order))

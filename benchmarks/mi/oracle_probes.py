@@ -1,9 +1,9 @@
 """What the exact-MI oracles spend now that they probe a row only when their scan needs it.
 
     python benchmarks/mi/oracle_probes.py --model unmask/models/sudoku --n 20 --out benchmarks/results/mi
-    python benchmarks/mi/oracle_probes.py --specs "mi_exact:gamma=1,lam=2" --n 5 --check 2    # one rule, a quick look
+    python benchmarks/mi/oracle_probes.py --specs "exact:gamma=1,lam=2" --n 5 --check 2    # one rule, a quick look
 
-The exact rules (``mi_exact``, ``influence_exact``, ``exact_prefix``) scan the masked cells in entropy
+The exact rules (``exact`` with any charge, ``exact_prefix``) scan the masked cells in entropy
 order; a cell whose own entropy does not fit the budget left is never taken, whatever its charge (every
 charge is ≥ 0), so its row is never read. Since 2026-12-06 they probe a row (one pass per value above
 ε) only when the scan reaches a cell that fits, and the taken cells' rows with it
@@ -40,9 +40,10 @@ from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask
 
 SETS = ("test-kaggle", "test-hard")
-SPECS = ["mi_exact:gamma=0.3,lam=2", "mi_exact:gamma=1,lam=2", "mi_exact:gamma=3,lam=2",
-         "exact_prefix:gamma=1,lam=2,charge=mi", "influence_exact:gamma=1,lam=2",  # the frontier's oracles (sudoku_frontier.ORACLE)
-         "mi_exact:gamma=1,lam=2,eps=0.0003", "exact_prefix:gamma=1,lam=2,charge=mi,eps=0.0003"]  # at ≤ 10⁻³ nats (exact_mi_scaling)
+SPECS = ["exact:gamma=0.3,lam=2", "exact:gamma=1,lam=2", "exact:gamma=3,lam=2",
+         # the frontier's oracles (sudoku_frontier.ORACLE)
+         "exact_prefix:gamma=1,lam=2,charge=mi", "exact:gamma=1,lam=2,charge=influence",
+         "exact:gamma=1,lam=2,eps=0.0003", "exact_prefix:gamma=1,lam=2,charge=mi,eps=0.0003"]  # at ≤ 10⁻³ nats (exact_mi_scaling)
 COLUMNS = ["set", "policy", "puzzles", "accuracy %", "mean_nfe", "probe_passes", "every_row_passes", "plain_passes",
            "saving_vs_every_row_x", "saving_vs_plain_x", "same_choices"]
 
@@ -91,10 +92,10 @@ def measure(model, policy, puzzles, check: int) -> dict:
             ref = decode(model, tokens[:check], policy)
         same = bool(torch.equal(ref.tokens, res.tokens[:check]) and torch.equal(ref.reveal_step, res.reveal_step[:check]))
     probes, every, plain = (x.double().sum() for x in (res.extra_passes, counted.every_row, counted.plain))
-    return {"puzzles": len(tokens), "accuracy %": round(100 * float(solved.mean()), 1), "mean_nfe": float(res.nfe.double().mean()),
-            "probe_passes": float(probes) / len(tokens), "every_row_passes": float(every) / len(tokens),
-            "plain_passes": float(plain) / len(tokens), "saving_vs_every_row_x": float(every / probes),
-            "saving_vs_plain_x": float(plain / probes), "same_choices": same}
+    return {"puzzles": len(tokens), "accuracy %": round(100 * float(solved.mean()), 1),
+            "mean_nfe": float(res.nfe.double().mean()), "probe_passes": float(probes) / len(tokens),
+            "every_row_passes": float(every) / len(tokens), "plain_passes": float(plain) / len(tokens),
+            "saving_vs_every_row_x": float(every / probes), "saving_vs_plain_x": float(plain / probes), "same_choices": same}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     except UnmaskError as e:  # an unknown or malformed spec: one line
         p.error(f"--specs: {e}")
     if not all(hasattr(pol, "denoiser") and hasattr(pol, "gamma") for pol in policies):
-        p.error("--specs: only the exact budget rules probe as their scan reads (mi_exact, influence_exact, exact_prefix)")
+        p.error("--specs: only the exact budget rules probe as their scan reads (exact, exact_prefix)")
     rows = []
     for split in SETS:
         puzzles = standard_set(args.data_dir, split, args.n)  # made if missing

@@ -18,7 +18,7 @@ grids and its cells depend on each other. Two denoisers decode them:
 Tokens are sampled (temperature 1: a decode should draw one of the solutions; sequential decoding of the
 oracle then draws exactly from the posterior) and a decode is scored as solved when its grid is valid.
 Families: the entropy budget (``mi:gamma=γ,lam=0``, finely swept), EB-Sampler, the exact-MI rule
-(``mi_exact``, probing the denoiser decoding, its probe passes reported apart and not counted in NFE),
+(``exact``, probing the denoiser decoding, its probe passes reported apart and not counted in NFE),
 and with the model its MI head (``mi``, λ = 2 and 8; ``--head`` names another head than the model's).
 Each family's mixture frontier is compared with the entropy budget's of the same denoiser and set, with
 95 % paired bootstrap intervals (:func:`unmask.eval.mixture_gap_interval`).
@@ -39,9 +39,18 @@ import numpy as np
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, regapped,
-                         results_cache, row_gap_interval, shown_path)
 from unmask.errors import UnmaskError
+from unmask.eval import (
+    decode_all,
+    family_outcomes,
+    gap_summary,
+    markdown_table,
+    mixture_gap_interval,
+    regapped,
+    results_cache,
+    row_gap_interval,
+    shown_path,
+)
 from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
@@ -56,8 +65,8 @@ BUDGET_GAMMAS = [0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.5, 
 FAMILIES: dict[str, tuple[tuple[str, ...], list[str]]] = {
     BASE: (("oracle", "model"), [f"mi:gamma={g},lam=0" for g in BUDGET_GAMMAS]),
     "EB-Sampler": (("oracle", "model"), [f"eb:gamma={g}" for g in (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)]),
-    "exact MI λ=8": (("oracle", "model"), [f"mi_exact:gamma={g},lam=8" for g in (0.7, 1.5, 3.0, 10.0)]),
-    "exact MI λ=32": (("oracle",), [f"mi_exact:gamma={g},lam=32" for g in (0.5, 1.0, 2.0, 3.0, 10.0, 30.0)]),
+    "exact MI λ=8": (("oracle", "model"), [f"exact:gamma={g},lam=8" for g in (0.7, 1.5, 3.0, 10.0)]),
+    "exact MI λ=32": (("oracle",), [f"exact:gamma={g},lam=32" for g in (0.5, 1.0, 2.0, 3.0, 10.0, 30.0)]),
     "MI head λ=2": (("model",), [f"mi:gamma={g},lam=2" for g in (0.3, 1.0, 3.0, 10.0)]),
     "MI head λ=8": (("model",), [f"mi:gamma={g},lam=8" for g in (0.7, 1.5, 3.0, 10.0)]),
 }
@@ -140,8 +149,8 @@ def main(argv: list[str] | None = None) -> None:
                         cache.put(key, row)
                     print(json.dumps({k: row[k] for k in ("set", "denoiser", "policy", "mean_nfe", "accuracy %")}), flush=True)
                     rows.append(row)
-    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "sets": args.sets, "n": args.n, "model_n": args.model_n,
-              "low": args.low, "high": args.high, "temperature": TEMPERATURE, "puzzles": puzzles,
+    result = {"model": shown_path(args.model), "head": shown_path(head_dir), "sets": args.sets, "n": args.n,
+              "model_n": args.model_n, "low": args.low, "high": args.high, "temperature": TEMPERATURE, "puzzles": puzzles,
               "minutes": round((time.time() - start) / 60, 1),
               "reused_rows": cache.hits, "points": args.points, "resamples": args.resamples, "rows": rows,
               **gap_rows(rows, args.points, args.resamples)}
@@ -155,8 +164,8 @@ def measure(key: dict, parts: list, head_dir: str, examples, task: SudokuTask) -
     tokens, starts = task.encode(examples), [lo for _, lo in parts] + [len(examples)]
     got, seconds = [], 0.0
     for (denoiser, lo), hi in zip(parts, starts[1:]):
-        run = decode_all(denoiser, tokens[lo:hi], build_policy(key["policy"], denoiser, head_dir), TokenRule(temperature=TEMPERATURE),
-                         batch_size=BATCH_SIZE, seed=lo, progress=True)
+        run = decode_all(denoiser, tokens[lo:hi], build_policy(key["policy"], denoiser, head_dir),
+                         TokenRule(temperature=TEMPERATURE), batch_size=BATCH_SIZE, seed=lo, progress=True)
         got.append(run.result)
         seconds += run.seconds
     decoded, nfe, extra = (torch.cat([getattr(r, f) for r in got]) for f in ("tokens", "nfe", "extra_passes"))
@@ -195,10 +204,11 @@ def write(result: dict, out: Path, name: str) -> None:
     shown = ["gap", "95% interval", "share of resamples ahead", "defined"]
     puzzles = [{"set": s, **v} for s, v in result["puzzles"].items()]
     md = "\n\n".join([markdown_table(puzzles, list(puzzles[0])),
-                      markdown_table(result["rows"], ["set", "denoiser", "puzzles", "family", "policy", "mean_nfe", "extra_passes",
-                                                      "accuracy %"]),
+                      markdown_table(result["rows"], ["set", "denoiser", "puzzles", "family", "policy", "mean_nfe",
+                                                      "extra_passes", "accuracy %"]),
                       markdown_table(result["gaps"], ["set", "denoiser", "family", "nfe", *shown]),
-                      markdown_table(result["row_gaps"], ["set", "denoiser", "family", "policy", "mean_nfe", "accuracy %", *shown])])
+                      markdown_table(result["row_gaps"],
+                                     ["set", "denoiser", "family", "policy", "mean_nfe", "accuracy %", *shown])])
     atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
     shown_rows = [{"set": f"{r['set']}, {r['denoiser']}", "policy": r["family"], "mean_nfe": r["mean_nfe"],
                    "accuracy %": r["accuracy %"]} for r in result["rows"]]

@@ -9,7 +9,7 @@ placed before it is right) and ask of that pass's wrong cells:
   decoded from (nothing else), does the model's choice for a wrong cell become the right digit?
 - **pairwise**: does adding a single one of those right cells already fix a wrong cell?
 A failure with any of these is a *dependency* failure: revealing those cells one after another,
-which is what a pairwise-MI charge asks for (Shah et al., seed 000), would have avoided that error at
+which is what a pairwise-MI charge asks for (Sharma, Wang, Li 2026, arXiv 2605.20187), would have avoided that error at
 that pass. The rest are the model's *own* errors: neither all of the pass's right cells nor any single
 one of them makes a wrong cell right (other subsets are not tried: the model is not monotone), so
 passes spent otherwise or a better model are what help.
@@ -93,7 +93,8 @@ def failure_causes(denoiser: Denoiser, result: DecodeResult, targets: torch.Tens
     same = torch.matmul(peers.float(), digits)  # (N, L, v) peers placed in that pass, per digit
     clash = (wrong_now & ((same * digits).sum(-1) > 0)).any(1)  # (N,)
 
-    before = torch.where(step < first[:, None], tokens, torch.full_like(tokens, denoiser.mask_id))  # (N, L) the grid that pass saw
+    # (N, L) the grid that pass saw
+    before = torch.where(step < first[:, None], tokens, torch.full_like(tokens, denoiser.mask_id))
     right_mates = mates & ~wrong  # (N, L)
     rows = failed.nonzero().squeeze(1)  # (F,)
     pr, pj = right_mates.nonzero(as_tuple=True)  # (P,) each: a failed puzzle and one right step-mate of it
@@ -128,7 +129,7 @@ def _argmax(denoiser: Denoiser, tokens: torch.Tensor, batch_size: int) -> torch.
 def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-3, chunk: int = 32) -> dict[str, torch.Tensor]:
     """How high each MI score ranks each culprit pair among all pairs of masked cells of its state:
     ``(C,)`` the share of the state's other pairs scored below it, for the MI ``head`` and for the exact
-    MI (seed 000's I, symmetrised and clamped at 0, the probe-joint J, and DEMASK's total-variation
+    MI (the I of Sharma, Wang, Li 2026, symmetrised and clamped at 0, the probe-joint J, and DEMASK's total-variation
     influence D; all ε-truncated at ``eps``); ties count half. ``NAME zero``: ``(C,)`` bool, the score
     charges the pair exactly 0."""
     culprits = failures.culprits
@@ -137,13 +138,15 @@ def culprit_ranks(denoiser: Denoiser, head, failures: Failures, eps: float = 1e-
     states, index = culprits[:, 0].unique(return_inverse=True)  # (S,) puzzles with a culprit; (C,) which state
     grids = failures.before[states]  # (S, L)
     masked = grids == denoiser.mask_id  # (S, L)
-    pairs = masked[:, :, None] & masked[:, None, :] & torch.ones(grids.shape[1], grids.shape[1], dtype=torch.bool).triu(1)  # (S, L, L) i < j
+    # (S, L, L) i < j
+    pairs = masked[:, :, None] & masked[:, None, :] & torch.ones(grids.shape[1], grids.shape[1], dtype=torch.bool).triu(1)
     scores = {name: torch.zeros(pairs.shape, dtype=torch.float64) for name in SCORES}
     for lo in range(0, len(grids), chunk):
         g = grids[lo : lo + chunk].to(denoiser.device)
         with torch.no_grad():
             out = denoiser(g)
-            scores["head"][lo : lo + chunk] = head(out.hidden.float(), predicted_values(out.logits, denoiser.mask_id)).double().cpu()
+            scores["head"][lo : lo + chunk] = head(out.hidden.float(),
+                                                   predicted_values(out.logits, denoiser.mask_id)).double().cpu()
         exact = exact_mi(denoiser, g, eps=eps)
         scores["exact I"][lo : lo + chunk] = exact.symmetric.clamp_min(0).cpu()
         scores["exact J"][lo : lo + chunk] = exact.symmetric_joint.cpu()
@@ -195,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default="benchmarks/results/mi", type=Path)
     p.add_argument("--name", default="sudoku_failures")
     p.add_argument("--culprits", nargs="*", default=["entropy budget"], choices=list(FAMILIES), metavar="FAMILY",
-                   help="families whose culprit pairs are ranked by the MI head and by exact MI (costs ~50 passes a failed puzzle)")
+                   help="families whose culprit pairs are ranked by the MI head and by exact MI "
+                        "(costs ~50 passes a failed puzzle)")
     p.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES), metavar="FAMILY",
                    help=f"families to measure (default: all: {'; '.join(FAMILIES)})")
     args = p.parse_args(argv)

@@ -116,14 +116,16 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEFAULT_MODEL), help="model folder")
     p.add_argument("--head", help="folder of the MI head (mi_head.*) (default: the model folder's)")
-    p.add_argument("--influence-head", help="folder of a head fitted to DEMASK's influence D (mi_head.*), measured beside the MI head")
+    p.add_argument("--influence-head",
+                   help="folder of a head fitted to DEMASK's influence D (mi_head.*), measured beside the MI head")
     p.add_argument("--data-dir", default="data/sudoku", type=Path, help="folder of test-kaggle.csv and test-hard.csv")
     p.add_argument("--n", type=int, default=300, help="puzzles of each test set (the frontier's 300 by default)")
     p.add_argument("--lams", type=float, nargs="+", default=LAMBDAS, help="λ of every head")
     p.add_argument("--steps-kaggle", type=int, nargs="+", default=STEPS["test-kaggle"], help="passes S on test-kaggle")
     p.add_argument("--steps-hard", type=int, nargs="+", default=STEPS["test-hard"], help="passes S on test-hard")
     p.add_argument("--name", default="sudoku_fixed_steps")
-    p.add_argument("--frontier", default="sudoku_frontier", help="OUT/FRONTIER.json: the frontier result whose entropy budget rows are compared")
+    p.add_argument("--frontier", default="sudoku_frontier",
+                   help="OUT/FRONTIER.json: the frontier result whose entropy budget rows are compared")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--out", default="benchmarks/results/mi", type=Path)
     p.add_argument("--tables-only", action="store_true", help="rewrite the comparisons, tables and plot from OUT/NAME.json")
@@ -133,8 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--exact-lams", type=float, nargs="+", default=[1.0], help="λ of the oracle's charges")
     p.add_argument("--exact-charges", nargs="+", default=list(EXACT), choices=list(EXACT), help="exact scores charged")
     p.add_argument("--exact-only", action="store_true",
-                   help="measure the oracle alone; keep the other rows from OUT/NAME.json, and reuse its oracle rows asked for again")
-    p.add_argument("--remeasure", action="store_true", help="with --exact-only: measure the oracle rows asked for afresh, not reuse them")
+                   help="measure the oracle alone; keep the other rows from OUT/NAME.json, "
+                        "and reuse its oracle rows asked for again")
+    p.add_argument("--remeasure", action="store_true",
+                   help="with --exact-only: measure the oracle rows asked for afresh, not reuse them")
     args = p.parse_args(argv)
     if args.tables_only:  # the comparisons, tables and plot again from the measured rows
         path = args.out / f"{args.name}.json"
@@ -162,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
             p.error(f"--exact-only needs --exact-n > 0 and {path} to keep the other rows from")
         old = json.loads(path.read_text())
         if (old["model"], old["n"]) != (shown_path(args.model), args.n):
-            p.error(f"--exact-only: {path} was measured with {old['model']} on {old['n']} puzzles, not {shown_path(args.model)} on {args.n}")
+            p.error(f"--exact-only: {path} was measured with {old['model']} on {old['n']} puzzles, "
+                    f"not {shown_path(args.model)} on {args.n}")
         kept, heads = [r for r in old["rows"] if r["set"] in STEPS], old["heads"]
         earlier = {(r["set"], r["family"], r["policy"]): {k: v for k, v in r.items() if k not in DERIVED}
                    for r in old["rows"] if r["set"] not in STEPS}
@@ -176,7 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     task = SudokuTask()
     steps = {"test-kaggle": args.steps_kaggle, "test-hard": args.steps_hard}
     files = [Path(__file__), *(args.data_dir / f"{s}.csv" for s in steps)]
-    cache = results_cache(args.out, args.name, args.model, files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
+    cache = results_cache(args.out, args.name, args.model,
+                          files + [Path(f) / w for f in heads.values() for w in (HEAD_WEIGHTS, HEAD_CONFIG)],
                           n=args.n, threads=args.threads)  # (rows keep their seconds)
 
     reused: list[str] = []  # the oracle rows taken from OUT/NAME.json
@@ -192,8 +198,9 @@ def main(argv: list[str] | None = None) -> None:
         if row is None:
             run = decode_all(model, tokens, build_policy(spec, model, folder), TokenRule())
             solved = task.score(run.result.tokens, examples).tolist()
-            row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
-                   "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved)}
+            row = {**key, "mean_nfe": float(run.result.nfe.double().mean()),
+                   "accuracy %": round(100 * sum(solved) / len(solved), 1), "seconds": round(run.seconds, 1),
+                   "solved": "".join("1" if s else "0" for s in solved)}
             if run.result.extra_passes.any():  # the oracle's probes, apart from NFE
                 row["extra_passes"] = round(float(run.result.extra_passes.double().mean()), 1)
             cache.put(key, row)
@@ -216,8 +223,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(measure(label, examples, tokens, BASE, f"mi_steps:steps={s},lam=0", args.model, 0.0))
             for charge in args.exact_charges:
                 for lam in args.exact_lams:
-                    rows.append(measure(label, examples, tokens, EXACT[charge], f"exact_steps:steps={s},lam={lam},charge={charge}",
-                                        args.model, lam))
+                    rows.append(measure(label, examples, tokens, EXACT[charge],
+                                        f"exact_steps:steps={s},lam={lam},charge={charge}", args.model, lam))
     rows += [r for key, r in earlier.items() if key not in asked]  # --exact-only: earlier oracle rows not asked for
     frontier_rows = budget_frontier(args.out, args.frontier, shown_path(args.model), args.n)
     rows = compared(rows, frontier_rows)
@@ -233,15 +240,17 @@ def write(result: dict, out: Path, name: str, frontier_rows: dict[str, list[dict
     """The JSON, the Markdown table (per-puzzle outcomes left out) and the plot."""
     rows = result["rows"]
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))  # (--tables-only rewrites its input)
-    cols = ["set", "family", "lam", "policy", "mean_nfe", "extra_passes", "accuracy %", "vs λ=0", "95% interval", "gained", "lost",
-            "p (McNemar)", "budget mixture %", "vs budget mixture"]
+    # (--tables-only rewrites its input)
+    atomic_write(out / f"{name}.json", lambda t: Path(t).write_text(json.dumps(result, indent=1) + "\n"))
+    cols = ["set", "family", "lam", "policy", "mean_nfe", "extra_passes", "accuracy %", "vs λ=0", "95% interval", "gained",
+            "lost", "p (McNemar)", "budget mixture %", "vs budget mixture"]
     md = markdown_table(rows, [c for c in cols if any(c in r for r in rows)])
     atomic_write(out / f"{name}.md", lambda t: Path(t).write_text(md + "\n"))
     shown = [{"set": r["set"], "policy": f"{r['family']} λ={r['lam']:g}" if r["lam"] else BASE, "mean_nfe": r["mean_nfe"],
               "accuracy %": r["accuracy %"]} for r in rows]
     shown += [{"set": s, "policy": "entropy budget (its γ sweep)", "mean_nfe": r["mean_nfe"], "accuracy %": r["accuracy %"]}
-              for s, rs in frontier_rows.items() for r in rs if r["mean_nfe"] <= 2 * max(x["mean_nfe"] for x in rows if x["set"] == s)]
+              for s, rs in frontier_rows.items() for r in rs
+              if r["mean_nfe"] <= 2 * max(x["mean_nfe"] for x in rows if x["set"] == s)]
     plot_pareto(shown, out / f"{name}.png", "Fixed passes: MI charge vs entropy order")
     print(md)
 

@@ -22,13 +22,14 @@ Families (each a sweep; specs in the README's policy table):
   prefix of entropy order no longer than the budget's), same γ, with the MI head (λ ∈ {0.5, 1, 2, 4, 8})
   and the D head (λ ∈ {2, 8});
 - EB-Sampler (``eb:gamma=γ``), confidence threshold (``threshold:tau=τ``), naive top-k (``topk:k=k``);
-- MI-guided with *exact* MI (``mi_exact``; probe passes reported apart from NFE), charging the paper's
+- MI-guided with *exact* MI (``exact``; probe passes reported apart from NFE), charging the paper's
   I or the MI of each row's probe joint (``joint=1``, a true MI: see unmask.mi.exact), the same rule
-  charging DEMASK's exact total-variation influence instead (``influence_exact``; also stopped at the first misfit, ``exact_prefix``), and the entropy
-  budget at the same γ, all on the first ``--exact-n`` puzzles only (an oracle, at the oracle's cost;
-  ``--oracle-only [FAMILY ...]`` re-measures these rows alone, or those of the named oracle families,
-  and keeps the others from OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an
-  oracle on more puzzles of one set beside the first one, e.g.
+  charging DEMASK's exact total-variation influence instead (``exact:charge=influence``; also stopped
+  at the first misfit, ``exact_prefix``), and the entropy budget at the same γ, all on the first
+  ``--exact-n`` puzzles only (an oracle, at the oracle's cost; ``--oracle-only [FAMILY ...]``
+  re-measures these rows alone, or those of the named oracle families, and keeps the others from
+  OUT/NAME.json; with another ``--exact-n`` and ``--oracle-sets`` it adds an oracle on more puzzles of
+  one set beside the first one, e.g.
   ``--oracle-only "entropy budget" "exact MI λ=2" --exact-n 150 --oracle-sets test-hard``; ``--exact-gammas``
   sets their γ, each needing an entropy-budget row at the same γ, kept or measured with them; a measured
   family's rows at other γ are kept).
@@ -42,7 +43,8 @@ refuses to overwrite a file that has D-head rows.
 
 For each family the frontier is the best accuracy reached at mean NFE ≤ n. The gap table compares
 the MI-guided frontier with the entropy-only frontier at n = 1, 1.25, 1.5, 1.75 and every integer n
-of the low-NFE regime from 2 (n ≤ 6 on test-kaggle, ≤ 15 on test-hard). Writes ``benchmarks/results/mi/sudoku_frontier.{json,md,png}``.
+of the low-NFE regime from 2 (n ≤ 6 on test-kaggle, ≤ 15 on test-hard). Writes
+``benchmarks/results/mi/sudoku_frontier.{json,md,png}``.
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ FAMILIES = {  # family → specs
     "entropy budget": [f"mi:gamma={g},lam=0" for g in FINE_GAMMAS],
     "MI head λ=0.5": [f"mi:gamma={g},lam=0.5" for g in GAMMAS],
     "MI head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
-    "demask": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
+    "demask": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03)
+               for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)],
     "D head λ=2": [f"mi:gamma={g},lam=2" for g in GAMMAS],
     "D head λ=8": [f"mi:gamma={g},lam=8" for g in GAMMAS],
-    "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03) for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)],
+    "demask, D head": [f"demask:delta={d},max_entropy={h}" for h in ("inf", 1.0, 0.3, 0.1, 0.03)
+                       for d in (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)],
     "paced, MI head λ=1": [f"mi_paced:gamma={g},lam=1" for g in GAMMAS],
     "paced, D head λ=0.5": [f"mi_paced:gamma={g},lam=0.5" for g in GAMMAS],
     "paced, D head λ=2": [f"mi_paced:gamma={g},lam=2" for g in GAMMAS],
@@ -90,9 +94,10 @@ MI_PREFIX = [f"prefix, MI head λ={lam}" for lam in (0.5, 1, 2, 4, 8)]  # entrop
 D_PREFIX = ["prefix, D head λ=2", "prefix, D head λ=8"]  # entropy order, the D head's charge setting how many
 INFLUENCE = D_RULES + D_PACED + D_PREFIX  # the families decoding with --influence-head
 EXACT_GAMMAS = [0.3, 1.0, 3.0]  # γ of the exact-MI oracle and of its entropy-only twin
-ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "mi_exact:gamma={g},lam=2",  # family → spec, on the first --exact-n
-          "exact joint MI λ=2": "mi_exact:gamma={g},lam=2,joint=1", "exact joint MI λ=8": "mi_exact:gamma={g},lam=8,joint=1",
-          "exact influence λ=2": "influence_exact:gamma={g},lam=2",
+# family → spec, on the first --exact-n
+ORACLE = {"entropy budget": "mi:gamma={g},lam=0", "exact MI λ=2": "exact:gamma={g},lam=2",
+          "exact joint MI λ=2": "exact:gamma={g},lam=2,charge=joint", "exact joint MI λ=8": "exact:gamma={g},lam=8,charge=joint",
+          "exact influence λ=2": "exact:gamma={g},lam=2,charge=influence",
           "exact influence prefix λ=8": "exact_prefix:gamma={g},lam=8,charge=influence",
           "exact MI prefix λ=2": "exact_prefix:gamma={g},lam=2,charge=mi"}
 REGIME = {"test-kaggle": 6, "test-hard": 15}  # the low-NFE regime where parallel reveals collide
@@ -102,8 +107,8 @@ BELOW_TWO = [1.0, 1.25, 1.5, 1.75]  # gap points below 2 passes (a strong model 
 def gaps(rows: list[dict], sets: list[str], mi_families: list[str]) -> list[dict]:
     """MI-guided frontier − entropy-only frontier at each quarter NFE below 2 and each integer NFE of
     the low regime from 2 (a set's "first N" subset shares the regime of its full set): the step
-    frontiers (best row at mean NFE ≤ n), and the mixture frontiers (the best a per-puzzle coin flip between two rows of the family reaches
-    at mean NFE n), which a sweep's spacing cannot flatter."""
+    frontiers (best row at mean NFE ≤ n), and the mixture frontiers (the best a per-puzzle coin flip
+    between two rows of the family reaches at mean NFE n), which a sweep's spacing cannot flatter."""
     out = []
     for s in sets:
         base = [r for r in rows if r["set"] == s and r["family"] == "entropy budget"]
@@ -133,15 +138,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default="benchmarks/results/mi", type=Path)
     p.add_argument("--tables-only", action="store_true", help="rewrite the tables and plot from OUT/NAME.json")
     p.add_argument("--oracle-only", nargs="*", metavar="FAMILY", choices=list(ORACLE),
-                   help="measure the exact-MI rows alone (or those of the named oracle families); keep the others from OUT/NAME.json")
-    p.add_argument("--oracle-sets", nargs="+", choices=list(REGIME), default=list(REGIME), help="test sets the exact-MI oracle runs on")
+                   help="measure the exact-MI rows alone (or those of the named oracle families); "
+                        "keep the others from OUT/NAME.json")
+    p.add_argument("--oracle-sets", nargs="+", choices=list(REGIME), default=list(REGIME),
+                   help="test sets the exact-MI oracle runs on")
     p.add_argument("--exact-gammas", nargs="+", type=float, default=EXACT_GAMMAS, metavar="GAMMA",
                    help=f"γ of the oracle families and of their entropy-only twin (default: {' '.join(map(str, EXACT_GAMMAS))})")
     p.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(FAMILIES),
                    help="measure the rows of these sweep families alone; keep the others from OUT/NAME.json "
                         "(none there: start it, with \"entropy budget\" among them)")
     p.add_argument("--extend", action="store_true",
-                   help="with --families: measure only their sweep points not yet in OUT/NAME.json (a widened sweep); keep the rest")
+                   help="with --families: measure only their sweep points not yet in OUT/NAME.json (a widened sweep); "
+                        "keep the rest")
     args = p.parse_args(argv)
     args.exact_gammas = list(dict.fromkeys(args.exact_gammas))  # (a γ given twice is measured once)
     if args.tables_only:
@@ -162,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
     kept, runs, kept_influence = kept_rows(args, p, sweep, measured, head_dir, args.extend) if partial else ([], [], None)
     if not partial and not args.influence_head:
         refuse_to_drop_d_rows(args, p)
-    influence_head = shown_path(args.influence_head) if args.influence_head else kept_influence  # what D-head rows were measured with
+    # what D-head rows were measured with
+    influence_head = shown_path(args.influence_head) if args.influence_head else kept_influence
 
     torch.set_num_threads(args.threads)
     start = time.time()
@@ -171,8 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     sets = {name: standard_set(args.data_dir, name, args.n) for name in REGIME}
     # Rows measured before an interruption are kept in OUT/NAME.partial.jsonl and reused.
     # One cache per head: a spec's rows depend on the head it decodes with.
-    caches = {folder: results_cache(args.out, args.name + suffix, args.model, [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
-                                    Path(folder) / HEAD_WEIGHTS, Path(folder) / HEAD_CONFIG],
+    caches = {folder: results_cache(args.out, args.name + suffix, args.model,
+                                    [Path(__file__), *(args.data_dir / f"{s}.csv" for s in REGIME),
+                                     Path(folder) / HEAD_WEIGHTS, Path(folder) / HEAD_CONFIG],
                                     n=args.n, threads=args.threads)  # (--exact-n and --quick show in the keys)
               for folder, suffix in ((head_dir, ""), (args.influence_head, ".influence_head")) if folder}
     rows = kept
@@ -184,7 +194,8 @@ def main(argv: list[str] | None = None) -> None:
             again = {policy_spec(parse_policy(s)) for s in specs}
             rows = [r for r in rows if not (r["family"] == family and r["policy"] in again)]
         folder = args.influence_head if family in INFLUENCE else head_dir
-        for r in compare(task, model, sets, [build_policy(s, model, folder) for s in specs], progress=False, cache=caches[folder]):
+        for r in compare(task, model, sets, [build_policy(s, model, folder) for s in specs], progress=False,
+                         cache=caches[folder]):
             rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
             print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     # Sweep rows in FAMILIES' order (re-measured ones back in their place), then the oracle rows as they were.
@@ -198,11 +209,13 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append({"family": family, **r, "accuracy %": round(100 * r["accuracy"], 1)})
                 print(json.dumps({k: rows[-1][k] for k in ("set", "policy", "mean_nfe", "accuracy %")}), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets, "exact_gammas": args.exact_gammas} if measured else {}  # (--families runs no oracle)
+    # (--families runs no oracle)
+    oracle = {"exact_n": args.exact_n, "oracle_sets": args.oracle_sets, "exact_gammas": args.exact_gammas} if measured else {}
     this_run = {"model": shown_path(args.model), "head": shown_path(head_dir), "n": args.n, **oracle,
                 **({"influence_head": shown_path(args.influence_head)} if any(f in INFLUENCE for f in sweep) else {}),
                 "measured": sweep + measured if partial else "all rows", **({"extended": True} if args.extend else {}),
-                "threads": args.threads, "minutes": round((time.time() - start) / 60, 1), "reused_rows": sum(c.hits for c in caches.values())}
+                "threads": args.threads, "minutes": round((time.time() - start) / 60, 1),
+                "reused_rows": sum(c.hits for c in caches.values())}
     with_d = influence_head and any(r["family"] in INFLUENCE for r in rows)
     heads = {"head": this_run["head"], **({"influence_head": influence_head} if with_d else {})}
     result = {"model": this_run["model"], **heads, "n": args.n, "rows": rows, "runs": [*runs, this_run]}
@@ -223,7 +236,8 @@ GAPS = {"head": ("MI head vs entropy budget", ["MI head λ=0.5", "MI head λ=2"]
         "influence": ("exact influence (DEMASK's D) vs entropy budget (oracle)", ["exact influence λ=2"], True),
         "influence_prefix": ("exact influence setting the pace in entropy order (prefix) vs entropy budget (oracle)",
                              ["exact influence prefix λ=8"], True),
-        "exact_prefix": ("exact MI setting the pace in entropy order (prefix) vs entropy budget (oracle)", ["exact MI prefix λ=2"], True)}
+        "exact_prefix": ("exact MI setting the pace in entropy order (prefix) vs entropy budget (oracle)",
+                         ["exact MI prefix λ=2"], True)}
 
 
 def oracle_spec(family: str, gamma: float) -> str:
@@ -272,7 +286,8 @@ def kept_rows(args, p: argparse.ArgumentParser, sweep: list[str], measured: list
         twins = {r["policy"] for r in kept if r["set"] == label and r["family"] == "entropy budget"}
         missing = [g for g in args.exact_gammas if oracle_spec("entropy budget", g) not in twins]
         if "entropy budget" not in measured and missing:
-            p.error(f"{flag}: {path} has no entropy-budget rows on {label} at γ {' '.join(map(str, missing))}; name \"entropy budget\" too")
+            p.error(f"{flag}: {path} has no entropy-budget rows on {label} at γ {' '.join(map(str, missing))}; "
+                    "name \"entropy budget\" too")
     return kept, past_runs(old), old_influence
 
 
@@ -292,7 +307,8 @@ def past_runs(old: dict) -> list[dict]:
         return old["runs"]
     first = old.get("kept_rows_from")
     last = {k: old[k] for k in ("model", "head", "n", "exact_n", "threads", "minutes") if k in old}
-    return [{**first, "measured": "all rows"}, {**last, "measured": "oracle rows"}] if first else [{**last, "measured": "all rows"}]
+    return ([{**first, "measured": "all rows"}, {**last, "measured": "oracle rows"}] if first
+            else [{**last, "measured": "all rows"}])
 
 
 def write(result: dict, out: Path, name: str) -> None:
@@ -311,7 +327,8 @@ def write(result: dict, out: Path, name: str) -> None:
         result[f"{key}_gaps"] = g
         if g:
             columns = list(dict.fromkeys(c for r in g for c in r))  # (rows below a family's cheapest mixture lack its columns)
-            md_parts.append(f"Frontier gap, {title} (accuracy % at mean NFE ≤ n; mixture: at mean NFE n):\n\n" + markdown_table(g, columns))
+            md_parts.append(f"Frontier gap, {title} (accuracy % at mean NFE ≤ n; mixture: at mean NFE n):\n\n"
+                            + markdown_table(g, columns))
     (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     cols = ["set", "family", "policy", "mean_nfe", "accuracy %", "extra_passes"]
     md = markdown_table(rows, [c for c in cols if c != "extra_passes" or any(c in r for r in rows)])

@@ -41,7 +41,7 @@ from unmask.tasks.sudoku.task import DEFAULT_MODEL, SudokuTask, sudoku_peers
 
 BASELINES = ["sequential", "topk:k=3", "topk:k=7", "eb:gamma=0.01", "eb:gamma=0.1"]
 DEFAULT = MI()  # the recommended setting (chosen on the validation sets, see the README)
-REFERENCE = [  # Shah et al. (seed 000): 4.2M model, 1,000 Kaggle test puzzles
+REFERENCE = [  # Sharma, Wang, Li 2026 (arXiv 2605.20187): 4.2M model, 1,000 Kaggle test puzzles
     {"set": "reference (paper)", "policy": "sequential", "mean_nfe": 53.9, "accuracy %": 61.6},
     {"set": "reference (paper)", "policy": "naive parallel k=7", "mean_nfe": 9.0, "accuracy %": 36.8},
     {"set": "reference (paper)", "policy": "MI-guided γ=0.3", "mean_nfe": 15.2, "accuracy %": 63.6},
@@ -87,12 +87,14 @@ def main() -> None:
     p.add_argument("--exact-n", type=int, default=20, help="puzzles for the exact-MI oracle policy (0: skip)")
     p.add_argument("--gammas", type=float, nargs="+", help="γ values (default: the default γ × 1/3, 1, 3)")
     p.add_argument("--lams", type=float, nargs="+", default=[2.0], help="λ values besides 0")
-    p.add_argument("--exact", default="mi_exact:gamma=0.1,lam=2", help="exact-MI oracle spec, compared with the head at the same γ, λ")
+    p.add_argument("--exact", default="exact:gamma=0.1,lam=2",
+                   help="exact-MI oracle spec, compared with the head at the same γ, λ")
     p.add_argument("--out", default="benchmarks/results/mi", type=Path)
     p.add_argument("--baselines", type=Path, help="sudoku_policies.json whose baseline rows to reuse when measured with the same "
                    "model and --n (default: OUT/sudoku_policies.json)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--only-exact", action="store_true", help="re-measure only the first --exact-n rows and merge them into OUT/sudoku_mi.json")
+    p.add_argument("--only-exact", action="store_true",
+                   help="re-measure only the first --exact-n rows and merge them into OUT/sudoku_mi.json")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -141,7 +143,8 @@ def main() -> None:
 
 def exact_rows(args, model, sets: dict, cache: RowCache | None = None) -> list[dict]:
     """Sequential, the head and the exact-MI oracle (same γ, λ) on the first ``args.exact_n`` of each set."""
-    small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n]) for k, v in sets.items()}
+    small = {f"{k} (first {args.exact_n})": SudokuSet(v.quizzes[: args.exact_n], v.solutions[: args.exact_n])
+             for k, v in sets.items()}
     exact = build_policy(args.exact, model, args.model)
     same = build_policy(policy_spec(MI(exact.gamma, exact.lam)), model, args.model)
     rows = compare(SudokuTask(), model, small, ["sequential", same, exact], cache=cache)
@@ -153,7 +156,8 @@ def exact_rows(args, model, sets: dict, cache: RowCache | None = None) -> list[d
 def write(out: Path, meta: dict, rows: list[dict], struct: dict, reference: list[dict]) -> None:
     """``sudoku_mi.{json,md,png}`` from measured rows and structure scores."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sudoku_mi.json").write_text(json.dumps({"meta": meta, "rows": rows, "structure": struct, "reference": reference}, indent=1) + "\n")
+    (out / "sudoku_mi.json").write_text(
+        json.dumps({"meta": meta, "rows": rows, "structure": struct, "reference": reference}, indent=1) + "\n")
     table = markdown_table(rows + reference, ["set", "policy", "mean_nfe", "accuracy %", "extra_passes", "seconds"])
     lines = [table, "", "| set | MI from | mass on peers | top-20 pairs on peers | chance |", "|---|---|---|---|---|"]
     for name, s in struct.items():

@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of unmask mi data (prompt, step and row choice)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--workers", type=int, default=1, help="processes building the exact-MI states")
-    p.add_argument("--states-dir", type=Path, help="where the exact-MI states are built and kept (default: runs/sudoku_mi_stats/<hash of the inputs and the model's weights>)")
+    p.add_argument("--states-dir", type=Path,
+                   help="where the exact-MI states are built and kept "
+                        "(default: runs/sudoku_mi_stats/<hash of the inputs and the model's weights>)")
     p.add_argument("--out", default="benchmarks/results/mi", type=Path)
     args = p.parse_args(argv)
     if not args.examples.is_file():
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     states_dir = args.states_dir or Path("runs/sudoku_mi_stats") / hashlib.sha256(
         json.dumps([source, weights, args.states, args.seed]).encode()).hexdigest()[:12]
     try:  # shard by shard: a killed run resumes, a rerun with the same inputs reuses them
-        build_mi_data(partial(load_model, args.model, task="sudoku"), prompts, cfg, states_dir, workers=args.workers, source=source)
+        build_mi_data(partial(load_model, args.model, task="sudoku"), prompts, cfg, states_dir, workers=args.workers,
+                      source=source)
         data = load_mi_data(states_dir)
     except UnmaskError as e:
         p.error(str(e))
@@ -132,11 +135,13 @@ def main(argv: list[str] | None = None) -> None:
     atomic_write(args.out / "sudoku_mi_stats.json", lambda t: Path(t).write_text(json.dumps(out, indent=1) + "\n"))
     lines = [f"{args.states} states of sequential trajectories of `{meta['examples']}` (seed {args.seed}), "
              f"{meta['mean_masked_cells']:.1f} masked cells on average; every ordered pair of distinct masked cells.", "",
-             "| MI from | pairs | share < 0 | share < −0.01 | share < −0.1 | min | 1st percentile | median | 99th percentile | max |",
+             "| MI from | pairs | share < 0 | share < −0.01 | share < −0.1 "
+             "| min | 1st percentile | median | 99th percentile | max |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in (("exact (raw)", exact), ("head", head_stats)):
         lines.append(f"| {name} | {exact['entries']} | {(s.get('share_below_0', 0)):.1%} | {s.get('share_below_-0.01', 0):.1%} | "
-                     f"{s.get('share_below_-0.1', 0):.1%} | {s['min']:.3g} | {s['q1']:.3g} | {s['q50']:.3g} | {s['q99']:.3g} | {s['max']:.3g} |")
+                     f"{s.get('share_below_-0.1', 0):.1%} | {s['min']:.3g} | {s['q1']:.3g} | {s['q50']:.3g} | "
+                     f"{s['q99']:.3g} | {s['max']:.3g} |")
     lines += ["", "| quantity | value |", "|---|---|",
               f"| exact: negative entries' share of the total \\|I\\| mass | {exact['negative_share_of_abs_mass']:.1%} |",
               f"| exact: I_ij vs I_ji Pearson | {exact['exact_ij_vs_ji_pearson']:.3g} |",
@@ -147,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
               f"| head: share of pairs below {head.cfg.link}(b) | {head_stats['share_below_link_bias']:.1%} |",
               f"| head: share of pairs charged exactly 0 | {head_stats['share_zero']:.1%} |",
               f"| head: mean | {head_stats['mean']:.3g} |"]
-    lines += [f"| head: share of pairs with λ·Î > γ (γ = {g}, λ = {lam}) | {charges[f'share_lam_I_above_gamma(gamma={g},lam={lam})']:.1%} |"
+    lines += [f"| head: share of pairs with λ·Î > γ (γ = {g}, λ = {lam}) | "
+              f"{charges[f'share_lam_I_above_gamma(gamma={g},lam={lam})']:.1%} |"
               for g, lam in CHARGES]
     atomic_write(args.out / "sudoku_mi_stats.md", lambda t: Path(t).write_text("\n".join(lines) + "\n"))
     print("\n".join(lines))

@@ -36,9 +36,18 @@ from pathlib import Path
 import torch
 
 from unmask.decode import TokenRule
-from unmask.eval import (decode_all, family_outcomes, gap_summary, markdown_table, mixture_gap_interval, regapped,
-                         results_cache, row_gap_interval, shown_path)
 from unmask.errors import UnmaskError
+from unmask.eval import (
+    decode_all,
+    family_outcomes,
+    gap_summary,
+    markdown_table,
+    mixture_gap_interval,
+    regapped,
+    results_cache,
+    row_gap_interval,
+    shown_path,
+)
 from unmask.io import atomic_write
 from unmask.mi.estimator import HEAD_CONFIG, HEAD_WEIGHTS
 from unmask.model import load_model
@@ -106,12 +115,15 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--n {args.n}: {args.set} has only {len(examples)} puzzles")
     tokens = task.encode(examples)
     files = [Path(__file__), args.data_dir / f"{args.set}.csv", *(Path(head_dir) / w for w in (HEAD_WEIGHTS, HEAD_CONFIG))]
-    cache = results_cache(args.out, args.name, args.model, files, n=args.n, set=args.set, threads=args.threads)  # (rows keep their seconds)
+    # (rows keep their seconds)
+    cache = results_cache(args.out, args.name, args.model, files, n=args.n, set=args.set, threads=args.threads)
     sweeps = {BASE: [f"mi:gamma={g},lam=0" for g in BUDGET_GAMMAS],
               **{prefix_family(lam): [f"mi_prefix:gamma={g},lam={lam:g}" for g in PREFIX_GAMMAS] for lam in args.lams}}
     if args.exact_n:
-        sweeps[exact_family(args.exact_lam)] = [f"exact_prefix:gamma={g},lam={args.exact_lam:g},charge=mi" for g in args.exact_gammas]
-    sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}  # (as results files spell them)
+        sweeps[exact_family(args.exact_lam)] = [f"exact_prefix:gamma={g},lam={args.exact_lam:g},charge=mi"
+                                                for g in args.exact_gammas]
+    # (as results files spell them)
+    sweeps = {family: [policy_spec(parse_policy(s)) for s in specs] for family, specs in sweeps.items()}
     rows = []
     for family, specs in sweeps.items():
         n = args.exact_n if family == exact_family(args.exact_lam) else args.n  # the oracle: its first puzzles
@@ -121,8 +133,9 @@ def main(argv: list[str] | None = None) -> None:
             if row is None:
                 run = decode_all(model, tokens[:n], build_policy(spec, model, head_dir), TokenRule(), progress=True)
                 solved = task.score(run.result.tokens, examples[:n]).tolist()
-                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()), "accuracy %": round(100 * sum(solved) / len(solved), 1),
-                       "seconds": round(run.seconds, 1), "solved": "".join("1" if s else "0" for s in solved),
+                row = {**key, "mean_nfe": float(run.result.nfe.double().mean()),
+                       "accuracy %": round(100 * sum(solved) / len(solved), 1), "seconds": round(run.seconds, 1),
+                       "solved": "".join("1" if s else "0" for s in solved),
                        "nfe": run.result.nfe.tolist()}
                 if run.result.extra_passes.any():  # the oracle's probes, apart from NFE
                     row["extra_passes"] = round(float(run.result.extra_passes.double().mean()), 1)
@@ -152,8 +165,8 @@ def gap_rows(rows: list[dict], points: list[float], resamples: int) -> dict[str,
             for g in mixture_gap_interval(family_outcomes(base, n), family_outcomes(mine, n), points, resamples):
                 gaps.append({"puzzles": n, "family": family, "nfe": g["nfe"], **gap_summary(g)})
             for g in row_gap_interval(family_outcomes(base, n), family_outcomes(mine, n), resamples):
-                row_gaps.append({"puzzles": n, "family": family, "policy": mine[g["row"]]["policy"], "mean_nfe": round(g["nfe"], 2),
-                                 "accuracy %": round(g["accuracy %"], 1), **gap_summary(g)})
+                row_gaps.append({"puzzles": n, "family": family, "policy": mine[g["row"]]["policy"],
+                                 "mean_nfe": round(g["nfe"], 2), "accuracy %": round(g["accuracy %"], 1), **gap_summary(g)})
     return {"gaps": gaps, "row_gaps": row_gaps}
 
 

@@ -12,7 +12,7 @@ the budget it was trained for, sampled and deterministic (``sample=False``: ever
 p ≥ ½): the learned family's points on the accuracy-vs-NFE frontier.
 
 Writes ``learned_order.{json,md,png}`` beside the reference paper's rows (170M MDM on GSM8K;
-Bristol/Mistral, seed 004), and ``frontier.md``: every learned point against the heuristics at the
+Fox et al. 2026, arXiv 2602.23968), and ``frontier.md``: every learned point against the heuristics at the
 same mean NFE — the best heuristic row at most that cheap, and the best coin-flip mixture of two
 heuristic rows at exactly that NFE (``unmask.eval.mixture_frontier``, the stricter comparator).
 ``--tables-only`` rebuilds the tables and the plot from ``learned_order.json``.
@@ -42,7 +42,7 @@ FIXED = ["learned", "random", "top_prob", "margin"]
 ADAPTIVE = ([f"mi:gamma={g},lam=0" for g in (0.01, 0.03, 0.1, 0.3, 1, 3)]
             + [f"eb:gamma={g}" for g in (0.1, 0.3, 1, 3, 10)]
             + [f"threshold:tau={t}" for t in (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)])
-REFERENCE = [  # seed 004, 170M MDM on GSM8K: (policy, T, mean steps, accuracy %)
+REFERENCE = [  # Fox et al. 2026 (arXiv 2602.23968), 170M MDM on GSM8K: (policy, T, mean steps, accuracy %)
     {"set": "reference (paper)", "policy": f"{name}:T={t}", "budget T": t, "mean_nfe": nfe, "accuracy %": acc}
     for name, t, nfe, acc in [("learned", 5, 4.01, 33.1), ("IID", 5, 5, 29.0), ("Top-Prob", 5, 5, 23.7),
                               ("Top-Prob-Margin", 5, 5, 24.0), ("learned", 10, 9.57, 37.8),
@@ -76,7 +76,8 @@ def frontier_rows(rows: list[dict]) -> list[dict]:
 
 def write_tables(result: dict, out: Path, task: str) -> str:
     rows = result["rows"]
-    table = markdown_table(rows + result["reference"], ["set", "policy", "budget T", "mean_nfe", "steps range", "accuracy %", "seconds"])
+    table = markdown_table(rows + result["reference"],
+                           ["set", "policy", "budget T", "mean_nfe", "steps range", "accuracy %", "seconds"])
     (out / "learned_order.md").write_text(table + "\n")
     gaps = markdown_table(frontier_rows(rows), ["set", "policy", "mean_nfe", "accuracy %", "best heuristic at ≤ NFE",
                                                 "gap vs step frontier", "heuristic mixture %", "gap vs mixture"])

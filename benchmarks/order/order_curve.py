@@ -28,8 +28,8 @@ def main() -> None:
     args = p.parse_args()
     log = args.run / "log.jsonl" if args.run.is_dir() else args.run
     rows = [json.loads(line) for line in log.read_text().splitlines() if line]
-    columns = ["step", "minutes"] + [k for k in ("train_elbo", "train_kl", "train_loglik", "train_objective", "train_mean_steps", "val_acc",
-                                                 "val_mean_nfe", "val_max_nfe") if k in rows[0]]
+    columns = ["step", "minutes"] + [k for k in ("train_elbo", "train_kl", "train_loglik", "train_objective", "train_mean_steps",
+                                                 "val_acc", "val_mean_nfe", "val_max_nfe") if k in rows[0]]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table = markdown_table(rows, columns)
     args.out.with_suffix(".md").write_text(table + "\n")

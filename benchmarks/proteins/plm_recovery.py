@@ -59,7 +59,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "plm_recovery.json").write_text(json.dumps({"antibodies": shown_path(args.antibodies), "rows": rows}, indent=1) + "\n")
+    (args.out / "plm_recovery.json").write_text(
+        json.dumps({"antibodies": shown_path(args.antibodies), "rows": rows}, indent=1) + "\n")
     md = markdown_table(rows, list(rows[0]))
     (args.out / "plm_recovery.md").write_text(md + "\n")
     print(md)

@@ -2,7 +2,8 @@
 
     python benchmarks/sudoku/sudoku_policies.py                 # shipped model, 1,000 + 1,000 puzzles
     python benchmarks/sudoku/sudoku_policies.py --n 100         # quicker
-    python benchmarks/sudoku/sudoku_policies.py --model DIR --policies sequential mi:gamma=1,lam=0 --out OUT   # any model, any policy
+    python benchmarks/sudoku/sudoku_policies.py --model DIR --policies sequential mi:gamma=1,lam=0 --out OUT
+        # any model, any policy
 
 Writes ``benchmarks/results/sudoku/sudoku_policies.{json,md}``. The test sets are the project's standard
 ones (``unmask sudoku generate --standard``); they are generated here if missing.
@@ -30,7 +31,7 @@ POLICIES = [
     "random:steps=20", "top_prob:steps=20", "margin:steps=20",
     "eb:gamma=0.01", "eb:gamma=0.1", "threshold:tau=0.9", "threshold:tau=0.7",
 ]
-# Shah et al. (seed 000): 4.2M-parameter model, 1,000 test puzzles from the Kaggle 1M set.
+# Sharma, Wang, Li 2026 (arXiv 2605.20187): 4.2M-parameter model, 1,000 test puzzles from the Kaggle 1M set.
 REFERENCE = [
     {"set": "reference (paper)", "policy": "sequential", "mean_nfe": 53.9, "accuracy %": 61.6},
     {"set": "reference (paper)", "policy": "naive parallel k=7", "mean_nfe": 9.0, "accuracy %": 36.8},

@@ -1,6 +1,7 @@
-"""Check that every result table in README.md matches the committed results file it comes from.
+"""Check that every result table in README.md and the docs matches the committed results file it comes from.
 
-    python benchmarks/tools/check_readme.py            # exit 1 with one line per mismatched cell
+    python benchmarks/tools/check_readme.py            # README.md and docs/**/*.md; exit 1 with one line per mismatched cell
+    python benchmarks/tools/check_readme.py docs/results/sudoku.md      # one page
     python benchmarks/tools/check_readme.py --refresh [--write]   # after a benchmark reran: the tables again from their files
 
 Each table that shows measured figures carries a marker comment on the line(s) just above it:
@@ -246,13 +247,16 @@ def check_rows(t: Table, spec: Spec, file_tables: list[Table], where: str) -> li
         if len(t.rows) != len(f.rows):
             errors.append(f"{t.name()}: {len(t.rows)} rows, {where} has {len(f.rows)} (mark it 'subset' to show some)")
             same = lambda r, fr: len(r) == len(fr) and all(same_cell(a, b) for a, b in zip(r, fr))  # noqa: E731
-            errors += [f"{t.name()}: row '{' | '.join(r)[:70]}' is not in {where}" for r in t.rows if not any(same(r, fr) for fr in f.rows)]
-            errors += [f"{t.name()}: {where}'s row '{' | '.join(fr)[:70]}' is missing" for fr in f.rows if not any(same(r, fr) for r in t.rows)]
+            errors += [f"{t.name()}: row '{' | '.join(r)[:70]}' is not in {where}"
+                       for r in t.rows if not any(same(r, fr) for fr in f.rows)]
+            errors += [f"{t.name()}: {where}'s row '{' | '.join(fr)[:70]}' is missing"
+                       for fr in f.rows if not any(same(r, fr) for r in t.rows)]
             return errors
         for k, (r, fr) in enumerate(zip(t.rows, f.rows)):
             for c, (a, b) in enumerate(zip(r, fr)):
                 if not same_cell(a, b):
-                    errors.append(f"{t.name()}: row {k + 1} '{' | '.join(r)[:70]}', column '{want[c]}': README {a!r}, {where} {b!r}")
+                    errors.append(f"{t.name()}: row {k + 1} '{' | '.join(r)[:70]}', column '{want[c]}': "
+                                  f"README {a!r}, {where} {b!r}")
         return errors
     idx = [fh.index(h) for h in want]
     for r in t.rows:
@@ -293,7 +297,8 @@ def check_pivot(t: Table, spec: Spec, file_tables: list[Table], where: str) -> l
             match = [fr for fr in f.rows if (plain(fr[ri]) == name or plain(fr[ri]).startswith(name + ":"))
                      and as_number(fr[ci]) is not None and shown_as(as_number(fr[ci])[0], budget[0])]
             if not match:
-                errors.append(f"{t.name()}: row '{r[0]}', column '{t.header[c]}': no row of {where} with {o['row']} {name} and {o['col']} {budget[0][0]:g}")
+                errors.append(f"{t.name()}: row '{r[0]}', column '{t.header[c]}': no row of {where} "
+                              f"with {o['row']} {name} and {o['col']} {budget[0][0]:g}")
             elif not same_cell(cell, match[0][vi]):
                 errors.append(f"{t.name()}: row '{r[0]}', column '{t.header[c]}': README {cell!r}, {where} {match[0][vi]!r}")
     return errors + (check_numbers(t, spec, loose, where) if loose else [])
@@ -320,17 +325,17 @@ def check_table(t: Table, root: Path = ROOT) -> list[str]:
     return (check_pivot if spec.mode == "pivot" else check_rows)(t, spec, file_tables, where)
 
 
-def check(text: str, root: Path = ROOT) -> list[str]:
+def check(text: str, root: Path = ROOT, require: bool = True) -> list[str]:
     """Every mismatch between the marked tables of a README text and their results files (paths
-    relative to ``root``), one line each; and every table of the results part that shows numbers
-    but has no marker."""
+    relative to ``root``), one line each; and, with ``require``, every table of the results part that
+    shows numbers but has no marker."""
     errors = []
     end = text.find(RESULTS_END)
     end_line = text[:end].count("\n") + 1 if end >= 0 else 10**9
     for t in tables(text):
         if t.marker is None:
             body = " ".join(re.sub(r"`[^`]*`", "", c) for r in t.rows for c in r)
-            if t.line < end_line and numbers_in(body):
+            if require and t.line < end_line and numbers_in(body):
                 errors.append(f"{t.name()}: shows numbers but has no '<!-- results: FILE -->' marker above it")
             continue
         errors += check_table(t, root)
@@ -424,39 +429,64 @@ def refresh(text: str, root: Path = ROOT) -> tuple[str, list[str], list[str]]:
     return "".join(lines), [c for ch, _ in found for c in ch], [x for _, lf in found for x in lf]
 
 
+def pages() -> list[Path]:
+    """The pages whose tables are held to results files: the README and every page of the docs site."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def requires_markers(path: Path) -> bool:
+    """Must every table of numbers on this page name its results file? The README's results part and the
+    docs' results and reproduce pages: yes; other pages (a policy's defaults, say) show no measurements."""
+    parts = path.resolve().parts
+    return path.name == "README.md" or "results" in parts or "reproduce" in parts
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("readme", nargs="?", default=str(ROOT / "README.md"))
+    p.add_argument("pages", nargs="*", help="Markdown pages to check (default: README.md and every page under docs/)")
     p.add_argument("--refresh", action="store_true", help="list the rows the results files changed (see --write)")
-    p.add_argument("--write", action="store_true", help="with --refresh: rewrite the README with them")
+    p.add_argument("--write", action="store_true", help="with --refresh: rewrite the pages with them")
     args = p.parse_args()
-    if not Path(args.readme).is_file():
-        sys.exit(print(f"check_readme.py: {args.readme}: no such file", file=sys.stderr) or 2)
-    text = Path(args.readme).read_text()
+    paths = [Path(x) for x in args.pages] or pages()
+    for path in paths:
+        if not path.is_file():
+            sys.exit(print(f"check_readme.py: {path}: no such file", file=sys.stderr) or 2)
     if args.refresh:
-        refresh_main(args, text)
-        return
-    errors = check(text)
-    marked = [t for t in tables(text) if t.marker]
-    for e in errors:
-        print(e)
-    checked = sum(not t.marker.lower().startswith("none") for t in marked)
-    print(f"{checked} tables checked against results files, {len(marked) - checked} marked none: "
-          f"{'OK' if not errors else f'{len(errors)} mismatches'}", file=sys.stderr)
-    sys.exit(1 if errors else 0)
+        sys.exit(max(refresh_main(args, path) for path in paths))
+    n_errors = n_checked = n_none = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        errors = check(text, require=requires_markers(path))
+        marked = [t for t in tables(text) if t.marker]
+        for e in errors:
+            print(f"{shown(path)}: {e}")
+        checked = sum(not t.marker.lower().startswith("none") for t in marked)
+        n_errors, n_checked, n_none = n_errors + len(errors), n_checked + checked, n_none + len(marked) - checked
+    print(f"{len(paths)} pages, {n_checked} tables checked against results files, {n_none} marked none: "
+          f"{'OK' if not n_errors else f'{n_errors} mismatches'}", file=sys.stderr)
+    sys.exit(1 if n_errors else 0)
 
 
-def refresh_main(args, text: str) -> None:
-    """``--refresh [--write]``."""
+def shown(path: Path) -> str:
+    """``path`` relative to the repository where it lies inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def refresh_main(args, path: Path) -> int:
+    """``--refresh [--write]`` on one page; 1 if anything is left for a hand edit."""
+    text = path.read_text(encoding="utf-8")
     new, changes, left = refresh(text, ROOT)
     if args.write and new != text:
-        atomic_write(Path(args.readme), lambda tmp: Path(tmp).write_text(new))
+        atomic_write(path, lambda tmp: Path(tmp).write_text(new, encoding="utf-8"))
     for line in changes + left:
-        print(line)
+        print(f"{shown(path)}: {line}")
     n_tables = len({c.split(": ", 1)[0] for c in changes})
-    print(f"{len(changes)} row changes in {n_tables} tables {'written' if args.write else 'to write'}, "
+    print(f"{shown(path)}: {len(changes)} row changes in {n_tables} tables {'written' if args.write else 'to write'}, "
           f"{len(left)} left for a hand edit", file=sys.stderr)
-    sys.exit(1 if left else 0)
+    return 1 if left else 0
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for r in rows:
         r.setdefault("device", "cpu")  # logs from before the device field were CPU runs
-    table = markdown_table(rows, ["step", "minutes", "device"] + (["run"] if len(args.runs) > 1 else []) + ["train_loss"] + metrics)
+    table = markdown_table(rows,
+                           ["step", "minutes", "device"] + (["run"] if len(args.runs) > 1 else []) + ["train_loss"] + metrics)
     args.out.with_suffix(".md").write_text(table + "\n")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -12,9 +12,10 @@ Survivors are classified in ``benchmarks/tools/mutation_equivalent.txt``, one pe
 where class is ``equivalent`` (no test can tell: the same behaviour, e.g. a device argument on a
 CPU-only run), ``unreachable`` (code mutmut cannot activate or observe: it runs while the package is
 imported, before a mutant is selected, or only in a worker process) or ``not-worth-it`` (a real
-change no test is worth writing for). The non-equivalent kill rate leaves out the first two. The hash ties an entry to the function's text: mutmut numbers
-mutants per function, so an entry whose function changed is reported stale, never applied to
-whatever mutant now has its number. ``--template`` prints entries for unclassified survivors.
+change no test is worth writing for). The non-equivalent kill rate leaves out the first two. The hash
+ties an entry to the function's text: mutmut numbers mutants per function, so an entry whose function
+changed is reported stale, never applied to whatever mutant now has its number. ``--template`` prints
+entries for unclassified survivors.
 
 Usage (from the repository root, dev extra installed):
     python benchmarks/tools/mutation.py [--max-children 1]     # run mutmut, then write the report

@@ -12,8 +12,13 @@ import torch.nn.functional as F
 
 pytest.importorskip("transformers")
 
-from unmask.adapters.fairseq import (convert_fairseq_roberta, fairseq_symbols, fairseq_to_roberta,  # noqa: E402
-                                     load_fairseq_checkpoint, roberta_model)
+from unmask.adapters.fairseq import (  # noqa: E402
+    convert_fairseq_roberta,
+    fairseq_symbols,
+    fairseq_to_roberta,
+    load_fairseq_checkpoint,
+    roberta_model,
+)
 from unmask.errors import UnmaskError  # noqa: E402
 
 D, FF, HEADS, LAYERS, VOCAB, POSITIONS, PAD = 16, 24, 2, 2, 25, 20, 1
@@ -55,7 +60,7 @@ def fairseq_forward(s: dict[str, torch.Tensor], tokens: torch.Tensor) -> torch.T
     for i in range(LAYERS):
         q = f"{P}layers.{i}."
 
-        def lin(name, h):
+        def lin(name, h, q=q):
             return h @ s[q + name + ".weight"].T + s[q + name + ".bias"]
 
         Q = lin("self_attn.q_proj", x) * hd ** -0.5

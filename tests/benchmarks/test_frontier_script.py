@@ -1,4 +1,5 @@
-"""benchmarks/mi/sudoku_frontier.py and benchmarks/order/learned_order.py end to end on tiny models, and their frontier arithmetic."""
+"""benchmarks/mi/sudoku_frontier.py and benchmarks/order/learned_order.py end to end on tiny models, and their frontier
+arithmetic."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs
     for family in ("exact MI λ=2", "exact joint MI λ=2"):
         assert any("extra_passes" in r for r in result["rows"] if r["family"] == family)
     assert {r["policy"] for r in result["rows"] if r["family"] == "exact joint MI λ=2"} == {
-        f"mi_exact:gamma={g},lam=2.0,eps=0.001,joint=True" for g in frontier.EXACT_GAMMAS}
+        f"exact:gamma={g},lam=2.0,charge=joint,eps=0.001" for g in frontier.EXACT_GAMMAS}
     assert (tmp_path / "out" / "sudoku_frontier.md").is_file() and (tmp_path / "out" / "sudoku_frontier.png").is_file()
     assert not (tmp_path / "out" / "sudoku_frontier.partial.jsonl").exists()  # removed once the results are written
 
@@ -76,7 +77,8 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs
     third = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
     remeasured = [r for r in third["rows"] if "(first" in r["set"] and r["family"] == named]
     assert len(remeasured) == 2 * len(frontier.EXACT_GAMMAS) and all(r["accuracy %"] >= 0 for r in remeasured)
-    assert [r for r in third["rows"] if r not in remeasured] == [r for r in again["rows"] if r["family"] != named or "(first" not in r["set"]]
+    assert ([r for r in third["rows"] if r not in remeasured]
+            == [r for r in again["rows"] if r["family"] != named or "(first" not in r["set"]])
     for bad in (["--oracle-only", "no such family"], ["--exact-n", "3", "--oracle-only", named]):
         with pytest.raises(SystemExit):  # an unknown family; a new oracle set without its entropy-budget twin
             frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "2", *bad,
@@ -94,8 +96,9 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs
     assert fourth["runs"][-1]["oracle_sets"] == ["test-hard"] and fourth["runs"][-1]["exact_n"] == 3
     # --exact-gammas sets the oracle's γ and its entropy-only twin's, which must run beside it.
     with pytest.raises(SystemExit):
-        frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
-                       "--oracle-only", named, "--exact-gammas", "0.5", "--out", str(tmp_path / "out")])
+        frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3",
+                       "--oracle-sets", "test-hard", "--oracle-only", named, "--exact-gammas", "0.5",
+                       "--out", str(tmp_path / "out")])
     frontier.main(["--model", str(model_dir), "--data-dir", str(data), "--n", "4", "--exact-n", "3", "--oracle-sets", "test-hard",
                    "--oracle-only", "entropy budget", named, "--exact-gammas", "0.5", "2", "--out", str(tmp_path / "out")])
     gammas = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
@@ -103,7 +106,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs
     assert [r for r in first3 if r in added] == added  # the rows at the other γ are kept as they were
     assert {r["policy"] for r in first3 if r not in added} == {
         "mi:gamma=0.5,lam=0.0", "mi:gamma=2.0,lam=0.0",
-        "mi_exact:gamma=0.5,lam=8.0,eps=0.001,joint=True", "mi_exact:gamma=2.0,lam=8.0,eps=0.001,joint=True"}
+        "exact:gamma=0.5,lam=8.0,charge=joint,eps=0.001", "exact:gamma=2.0,lam=8.0,charge=joint,eps=0.001"}
     assert gammas["runs"][-1]["exact_gammas"] == [0.5, 2.0]
     # With twins at every γ kept, the oracle family alone is measured at a γ it lacks (bug caught: the
     # family's rows at the other γ dropped, or the entropy budget demanded again).
@@ -111,7 +114,7 @@ def test_frontier_script_runs_on_a_tiny_model(tmp_path, sudoku_few_blanks_inputs
                    "--oracle-only", "exact MI λ=2", "--exact-gammas", "0.5", "--out", str(tmp_path / "out")])
     more = json.loads((tmp_path / "out" / "sudoku_frontier.json").read_text())
     assert [r for r in more["rows"] if r in gammas["rows"]] == gammas["rows"]
-    assert [r["policy"] for r in more["rows"] if r not in gammas["rows"]] == ["mi_exact:gamma=0.5,lam=2.0,eps=0.001,joint=False"]
+    assert [r["policy"] for r in more["rows"] if r not in gammas["rows"]] == ["exact:gamma=0.5,lam=2.0,charge=mi,eps=0.001"]
     (tmp_path / "out" / "sudoku_frontier.json").write_text(json.dumps(fourth))  # back to the file the checks below expect
     with pytest.raises(SystemExit):  # rows measured with another model or head are not mixed in
         frontier.main(["--model", str(model_dir), "--head", str(tmp_path), "--data-dir", str(data), "--n", "4", "--exact-n", "2",
@@ -256,8 +259,9 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
                 "--out", str(out)])
     result = json.loads((out / "learned_order.json").read_text())
     learned = [r for r in result["rows"] if bench.family(r["policy"]) == "learned"]
-    assert [r["policy"] for r in learned] == ["learned:steps=3,sample=True", "learned:steps=3,sample=False", "learned[c0.5]:steps=3",
-                                              "learned[c0.5]:steps=3,sample=False", "learned[same]:steps=3", "learned[same]:steps=3,sample=False"]
+    assert [r["policy"] for r in learned] == ["learned:steps=3,sample=True", "learned:steps=3,sample=False",
+                                              "learned[c0.5]:steps=3", "learned[c0.5]:steps=3,sample=False",
+                                              "learned[same]:steps=3", "learned[same]:steps=3,sample=False"]
     assert result["meta"]["learned"]["c0.5"]["train_config"]["step_cost"] == 0.5
     heur = [r for r in result["rows"] if bench.family(r["policy"]) != "learned"]
     for row in bench.frontier_rows(result["rows"]):  # each gap is the learned point minus the heuristics at its NFE

@@ -125,12 +125,15 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert len(rows) == 10 and result["train_states"] + result["val_states"] == 12 and result["target"] == "raw"
     first, both_only = rows["mi train's (relu, rank 32)"], rows["same, fitted on both-direction targets only"]
     _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
-    assert first["mse"] == pytest.approx(metrics["mse"], rel=1e-4) and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6)
+    assert (first["mse"] == pytest.approx(metrics["mse"], rel=1e-4)
+            and first["spearman"] == pytest.approx(metrics["spearman"], abs=1e-6))
     assert first["parameters"] == both_only["parameters"] and both_only["fitted_pairs"] < first["fitted_pairs"]
     scaled = rows["mi train's, fitted on log(1 + I/0.01)"]  # mi train's fit with --scale 0.01
-    _, on_scale = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, scale=0.01), progress=False)
+    _, on_scale = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, scale=0.01),
+                           progress=False)
     assert scaled["mse"] == pytest.approx(on_scale["mse"], rel=1e-4) and scaled["mse"] != first["mse"]
-    assert rows["mi train's, + P(X_i | C) and its entropy, fitted on log(1 + I/0.01)"]["mse"] != rows["mi train's, + P(X_i | C) and its entropy"]["mse"]
+    assert (rows["mi train's, + P(X_i | C) and its entropy, fitted on log(1 + I/0.01)"]["mse"]
+            != rows["mi train's, + P(X_i | C) and its entropy"]["mse"])
     from unmask.mi.fit import evaluate_head, pair_mask, split, targets
 
     head, _ = fit_head(load_model(model_dir), data := load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3), progress=False)
@@ -143,7 +146,8 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert both_only["mse"] != first["mse"]  # same init and batches, other pairs
     assert rows["mi train's, + blocks 0"]["parameters"] > first["parameters"]  # a wider input
     # the predicted distribution over the values (mask excluded) and its entropy: 9 + 1 more inputs
-    assert rows["mi train's, + P(X_i | C) and its entropy"]["parameters"] == first["parameters"] + 10 * (2 + HeadTrainConfig().d_hidden)
+    assert rows["mi train's, + P(X_i | C) and its entropy"]["parameters"] == (
+        first["parameters"] + 10 * (2 + HeadTrainConfig().d_hidden))
     assert rows["MI of a coupled joint of P(X_i | C), P(X_j | C)"]["parameters"] == (
         2 * 16 + 16 * 128 + 128 + 128 * 64 + 64 + 2 * 32 + 2)  # LayerNorm, MLP into two rank-32 forms, their weights and biases
     assert -1 <= result["reference"]["exact_ij_vs_ji_spearman"] <= 1
@@ -152,7 +156,8 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--target", "joint",
                    "--out", str(tmp_path / "out" / "j")])
     joint = json.loads((tmp_path / "out" / "j.json").read_text())
-    _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, target="joint"), progress=False)
+    _, metrics = fit_head(load_model(model_dir), load_mi_data(tmp_path / "d"), HeadTrainConfig(steps=3, target="joint"),
+                          progress=False)
     assert joint["target"] == "joint" and joint["rows"][0]["mse"] == pytest.approx(metrics["mse"], rel=1e-4)
     assert joint["rows"][0]["mse"] != first["mse"]
     with pytest.raises(SystemExit):
@@ -164,14 +169,16 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert [r["head"] for r in again["rows"]] == [r["head"] for r in result["rows"]]
     changed = {r["head"] for r, old in zip(again["rows"], result["rows"]) if r != old}
     assert changed == {"mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"}
-    assert [run["heads"] for run in again["runs"]][1] == ["mi train's (relu, rank 32)", "exclusion MI of P(X | C), gated per pair"]
+    assert [run["heads"] for run in again["runs"]][1] == ["mi train's (relu, rank 32)",
+                                                          "exclusion MI of P(X | C), gated per pair"]
     for bad in (["--steps", "4"], ["--target", "joint"]):  # another fit than the kept rows': refused, nothing written
         with pytest.raises(SystemExit):
             variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", *bad,
                            "--only", "probes", "--out", str(tmp_path / "out" / "v")])
     assert json.loads((tmp_path / "out" / "v.json").read_text()) == again
     with pytest.raises(SystemExit):  # no file whose rows to keep
-        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--out", str(tmp_path / "none")])
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu",
+                       "--out", str(tmp_path / "none")])
     # --heads: the named heads alone, in a table of their own (same fit as the full run's rows for them)
     variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
                    "--heads", "exclusion", "relu", "--out", str(tmp_path / "out" / "h")])
@@ -187,12 +194,14 @@ def test_head_variants_script_fits_every_variant_on_the_same_split(tmp_path, sud
     assert 0 < few["rows"][0]["fitted_pairs"] < alone["rows"][0]["fitted_pairs"]
     for bad in (["--train-states", "0"], ["--train-states", str(alone["train_states"] + 1)]):
         with pytest.raises(SystemExit):
-            variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--heads", "relu", *bad, "--out", str(tmp_path / "x")])
+            variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--heads", "relu", *bad,
+                           "--out", str(tmp_path / "x")])
     with pytest.raises(SystemExit):  # --only against rows fitted on all the training states
         variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0", "--seed", "1",
                        "--only", "relu", "--train-states", "2", "--out", str(tmp_path / "out" / "v")])
     with pytest.raises(SystemExit):  # one or the other
-        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--heads", "relu", "--out", str(tmp_path / "x")])
+        variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--only", "relu", "--heads", "relu",
+                       "--out", str(tmp_path / "x")])
     variants.main(["--model", str(model_dir), "--data", str(tmp_path / "d"), "--steps", "3", "--layers", "0",
                    "--out", str(tmp_path / "out" / "v")])  # the first run again, for the tables below
     md = (tmp_path / "out" / "v.md").read_text()
@@ -266,22 +275,27 @@ def test_exact_mi_scaling_resumes_after_an_interruption_with_the_same_rows(tmp_p
 
     monkeypatch.setattr(scaling, "measure", counted)
     scaling.main([*args, "--out", str(tmp_path / "out")])
-    assert calls == [("test-kaggle", "sequential"), ("test-kaggle", "parallel"), ("test-hard", "sequential"), ("test-hard", "parallel")]
+    assert calls == [("test-kaggle", "sequential"), ("test-kaggle", "parallel"),
+                     ("test-hard", "sequential"), ("test-hard", "parallel")]
     assert json.loads((tmp_path / "out" / "exact_mi_scaling.json").read_text())["rows"] == clean
 
 
 def test_head_calibration_names_the_quantity_its_head_was_fitted_to(tmp_path):
     calibration = load_script("mi_head_calibration")
-    bins = [{"exact_from": 0.0, "exact_to": 0.01, "pairs": 5, "mean_exact": 0.002, "mean_predicted": 0.004, "share_predicted_zero": 0.5},
-            {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": 0.3, "mean_predicted": 0.2, "share_predicted_zero": 0.0}]
-    for target, name in ((None, "exact MI"), ("influence", "exact influence D")):  # (no target: a head fitted before targets were a choice)
+    bins = [{"exact_from": 0.0, "exact_to": 0.01, "pairs": 5, "mean_exact": 0.002, "mean_predicted": 0.004,
+             "share_predicted_zero": 0.5},
+            {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": 0.3, "mean_predicted": 0.2,
+             "share_predicted_zero": 0.0}]
+    # (no target: a head fitted before targets were a choice)
+    for target, name in ((None, "exact MI"), ("influence", "exact influence D")):
         head = tmp_path / str(target)
         head.mkdir()
         metrics = {"calibration": bins, "spearman": 0.5, **({"target": target} if target else {})}
         (head / "mi_head.json").write_text(json.dumps({"config": {"link": "relu"}, "metrics": metrics}))
         calibration.main([str(head), "--out", str(tmp_path / f"cal-{target}")])
         md = (tmp_path / f"cal-{target}.md").read_text()
-        assert f"| {name} from |" in md and f"(relu) | {name} |" in md and f"bins of the {name})" in md and (tmp_path / f"cal-{target}.png").is_file()
+        assert (f"| {name} from |" in md and f"(relu) | {name} |" in md and f"bins of the {name})" in md
+                and (tmp_path / f"cal-{target}.png").is_file())
     # Beside an older head, each row names its own head's target.
     calibration.main([str(tmp_path / "influence"), "--old", str(tmp_path / "None"), "--out", str(tmp_path / "both")])
     md = (tmp_path / "both.md").read_text()

@@ -6,7 +6,6 @@ import json
 from unittest import mock
 
 import pytest
-import torch
 
 import unmask.mi.policies as mi_policies
 from tests.benchmarks.scripts import load_script
@@ -16,7 +15,7 @@ from unmask.policies import build_policy
 from unmask.tasks.sudoku.generate import standard_set
 from unmask.tasks.sudoku.task import SudokuTask
 
-SPECS = ["mi_exact:gamma=1,lam=2", "exact_prefix:gamma=3,lam=8,charge=influence"]
+SPECS = ["exact:gamma=1,lam=2", "exact_prefix:gamma=3,lam=8,charge=influence"]
 
 
 def test_probe_counts_and_the_choices_check(tmp_path, sudoku_few_blanks_inputs):
@@ -37,7 +36,7 @@ def test_probe_counts_and_the_choices_check(tmp_path, sudoku_few_blanks_inputs):
         assert r["saving_vs_every_row_x"] == pytest.approx(r["every_row_passes"] / r["probe_passes"])
         assert r["saving_vs_plain_x"] == pytest.approx(r["plain_passes"] / r["probe_passes"])
         if r["set"] == "test-hard":  # probing every row, run for real, spends what was counted
-            policy = build_policy(SPECS[0] if r["policy"].startswith("mi_exact") else SPECS[1], model, model_dir)
+            policy = build_policy(SPECS[0] if r["policy"].startswith("exact:") else SPECS[1], model, model_dir)
             with mock.patch.object(mi_policies, "RowProbes", script.EveryRow):
                 ref = decode(model, SudokuTask().encode(puzzles), policy)
             assert float(ref.extra_passes.double().mean()) == pytest.approx(r["every_row_passes"])
@@ -45,7 +44,8 @@ def test_probe_counts_and_the_choices_check(tmp_path, sudoku_few_blanks_inputs):
     assert (tmp_path / "oracle_probes.md").read_text().count("\n") == 2 + len(result["rows"])
 
 
-@pytest.mark.parametrize("bad", [["--specs", "mi:gamma=1"], ["--specs", "exact_steps:steps=3"], ["--specs", "no_such_rule"], ["--n", "2", "--check", "3"], ["--n", "0"]])
+@pytest.mark.parametrize("bad", [["--specs", "mi:gamma=1"], ["--specs", "exact_steps:steps=3"], ["--specs", "no_such_rule"],
+                                 ["--n", "2", "--check", "3"], ["--n", "0"]])
 def test_bad_settings_are_refused_in_one_line(tmp_path, sudoku_few_blanks_inputs, capsys, bad):
     script = load_script("oracle_probes")
     model_dir, data = sudoku_few_blanks_inputs

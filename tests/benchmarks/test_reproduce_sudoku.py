@@ -1,4 +1,5 @@
-"""benchmarks/sudoku/reproduce_sudoku.sh (dry runs: what it would run, where, and what it refuses) and benchmarks/sudoku/sudoku_rounds.py."""
+"""benchmarks/sudoku/reproduce_sudoku.sh (dry runs: what it would run, where, and what it refuses) and
+benchmarks/sudoku/sudoku_rounds.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.scripts import ROOT, load_script, standard_sets_of
-
 
 REPRODUCE = ROOT / "benchmarks" / "sudoku" / "reproduce_sudoku.sh"
 
@@ -68,18 +68,20 @@ def test_reproduce_sudoku_reruns_what_a_new_model_needs_into_folders_of_its_own(
     builds = ["data/mi/sudoku-head-seq", "data/mi/sudoku-head-par", "data/mi/sudoku-head-seq3", "data/mi/sudoku-head-par4"]
     data = "".join(rf"--data {b}-{h} " for b in builds)  # 10,000 states, half of them along parallel trajectories
     assert re.search(rf"{data}--steps 12000 --out unmask/models/sudoku\n", r.stdout)
-    assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)  # the D head, same states
+    # the D head, same states
+    assert re.search(rf"{data}--out runs/mi-head-influence-{h} --steps 3000 --target influence\n", r.stdout)
     keep = "benchmarks/models"  # the heads and order policies the 24-layer model's tables read
     first = "".join(rf"--data {b}-{h} " for b in builds[:2])  # the 3,000-state head shipped before: the first two builds
     assert re.search(rf"--model unmask/models/sudoku {first}--steps 3000 --out runs/mi-head-3k-{h}\n", r.stdout)
     assert re.search(rf"{data}--steps 3000 --out runs/mi-head-10k-{h}\n", r.stdout)  # the same data, 3,000 steps
     mi = "benchmarks/results/mi"  # the 24-layer model's MI tables (mi/12layer: the 12-layer model's)
     for run, kept in (("3k", "sudoku24-3k"), ("10k", "sudoku24-10k"), ("influence", "sudoku24-influence-10k")):
-        assert f"cp runs/mi-head-{run}-{h}/mi_head.json runs/mi-head-{run}-{h}/mi_head.safetensors {keep}/heads/{kept}/\n" in r.stdout
-    assert re.search(rf"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors {keep}/heads/sudoku24-relu/\n",
-                     r.stdout)
-    assert (f"mi_head_calibration.py {keep}/heads/sudoku24-relu --old {keep}/heads/sudoku24-3k --out {mi}/sudoku_head_calibration\n"
-            in r.stdout)  # the shipped head's copy against the one before it
+        assert (f"cp runs/mi-head-{run}-{h}/mi_head.json runs/mi-head-{run}-{h}/mi_head.safetensors {keep}/heads/{kept}/\n"
+                in r.stdout)
+    assert re.search(rf"cp unmask/models/sudoku/mi_head.json unmask/models/sudoku/mi_head.safetensors "
+                     rf"{keep}/heads/sudoku24-relu/\n", r.stdout)
+    assert (f"mi_head_calibration.py {keep}/heads/sudoku24-relu --old {keep}/heads/sudoku24-3k "
+            f"--out {mi}/sudoku_head_calibration\n" in r.stdout)  # the shipped head's copy against the one before it
     # its cost on the states the statistics run of step 4 built (a folder named after the model)
     assert f"--states-dir runs/sudoku_mi_stats-{h} --out {mi}\n" in r.stdout
     assert f"mi_head_cost.py unmask/models/sudoku unmask/models/sudoku --data runs/sudoku_mi_stats-{h} " in r.stdout
@@ -119,14 +121,16 @@ def test_reproduce_sudoku_makes_every_table_the_readme_reports_on_the_shipped_mo
         out = option(words, "--out")
         subject = words[1].split("/")[1]
         assert "12layer" not in out and "history" not in out, words
-        assert out.startswith(f"benchmarks/results/{subject}") or (subject == "tools" and out.startswith("benchmarks/results/sudoku/")) \
+        assert out.startswith(f"benchmarks/results/{subject}") \
+            or (subject == "tools" and out.startswith("benchmarks/results/sudoku/")) \
             or (subject == "order" and out.startswith("benchmarks/results/order/sudoku-24layer/")), words
     frontier = [w for w in commands if w[1:2] == ["benchmarks/mi/sudoku_frontier.py"]]
     f = ["--model", "unmask/models/sudoku", "--n", "150", "--threads", "2", "--out", gpu]  # the README's $F
     assert len(frontier) == 24 and all(w[2:10] == f for w in frontier)
     assert sum(option(w, "--name") == "sudoku_frontier_300" and option(w, "--n") == "300" for w in frontier) == 6
     for name in ("sudoku_frontier", "sudoku_frontier_300"):  # each file starts afresh, with a full or entropy-budget run
-        runs = [i for i, w in enumerate(commands) if w[1:2] == ["benchmarks/mi/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
+        runs = [i for i, w in enumerate(commands)
+                if w[1:2] == ["benchmarks/mi/sudoku_frontier.py"] and (option(w, "--name") or "sudoku_frontier") == name]
         assert commands[runs[0] - 1] == ["rm", "-f", f"{gpu}/{name}.json"]
     heads = {option(w, "--influence-head") for w in commands} | {option(w, "--head") for w in commands} | {
         option(w, "--old") for w in commands}
@@ -204,8 +208,8 @@ def test_reproduce_sudoku_step_2_grows_the_shipped_model_from_the_6_layer_run(tm
         if not (ROOT / "data" / "sudoku" / f"{name}.csv").exists():
             made = [c for c in lines if f"--kind {kind} --n 20000 --seed {seed} --out data/sudoku/{name}.csv" in c]
             assert made and lines.index(made[0]) < lines.index(gpu[0])
-    assert re.search(r"cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors unmask/models/sudoku/\n",
-                     r.stdout)
+    assert re.search(r"cp runs/sudoku-gpu24b/model/config.json runs/sudoku-gpu24b/model/model.safetensors "
+                     r"unmask/models/sudoku/\n", r.stdout)
     assert "cp runs/sudoku-gpu24/log.jsonl benchmarks/results/sudoku/runs/phase1.jsonl" in r.stdout
     assert "cp runs/sudoku-gpu24b/log.jsonl benchmarks/results/sudoku/runs/phase2.jsonl" in r.stdout
     assert ("learning_curve.py benchmarks/results/sudoku/runs/phase1.jsonl benchmarks/results/sudoku/runs/phase2.jsonl "
@@ -236,7 +240,8 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
         for path in re.findall(r"(?:--out|--model|--head|--old) (\S+)", line):
             assert path.startswith((model, results, "runs/", "data/")), line
     reads_a_model = re.compile(r"benchmarks/\w+/(sudoku_policies|sudoku_mi_stats|sudoku_mi|exact_mi_scaling|sudoku_frontier|"
-                               r"sudoku_fixed_steps|learned_order|mi_head_variants)\.py|unmask (mi (data|train|map)|sudoku train-order)")
+                               r"sudoku_fixed_steps|learned_order|mi_head_variants)\.py|"
+                               r"unmask (mi (data|train|map)|sudoku train-order)")
     readers = [c for c in commands if reads_a_model.search(c)]
     assert len(readers) >= 15 and all(f"--model {model}" in c for c in readers), [c for c in readers if model not in c]
     for c in commands:  # every benchmark writes under the candidate's results (or a run folder)
@@ -246,7 +251,8 @@ def test_reproduce_sudoku_measures_a_candidate_without_touching_what_is_shipped(
     assert f"--steps 12000 --out {model}\n" in r.stdout  # the shipped head goes beside the candidate
     assert f"order_policy.safetensors {model}/\n" in r.stdout
     assert f"--baselines {results}/sudoku_policies.json" in r.stdout  # the candidate's own policy table
-    assert re.search(rf"--data runs/sudoku_mi_stats-[0-9a-f]{{16}} --out {re.escape(results)}/mi_head_cost\n", r.stdout)  # its own states
+    # its own states
+    assert re.search(rf"--data runs/sudoku_mi_stats-[0-9a-f]{{16}} --out {re.escape(results)}/mi_head_cost\n", r.stdout)
     assert not (tmp_path / "unused").exists()
     import hashlib
 

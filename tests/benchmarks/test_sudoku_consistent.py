@@ -28,7 +28,7 @@ def test_consistent_script_decodes_with_the_exact_posterior_and_the_model(tmp_pa
         n = 3 if r["denoiser"] == "oracle" else 2
         assert r["puzzles"] == len(r["solved"]) == len(r["nfe"]) == n
         assert r["accuracy %"] == round(100 * r["solved"].count("1") / n, 1) and r["mean_nfe"] == pytest.approx(sum(r["nfe"]) / n)
-        assert ("extra_passes" in r) == r["policy"].startswith("mi_exact")  # the probes, apart from NFE
+        assert ("extra_passes" in r) == r["policy"].startswith("exact:")  # the probes, apart from NFE
     # The exact posterior, one uncertain cell a pass (γ = 0.01 takes the certain ones beside it), never breaks a puzzle.
     for s in ("test-kaggle", "test-hard"):
         slow = next(r for r in rows if (r["set"], r["denoiser"], r["policy"]) == (s, "oracle", "mi:gamma=0.01,lam=0.0"))

@@ -45,7 +45,8 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
         shutil.copy(f, d_head / f.name)
     out = tmp_path / "out"
     out.mkdir()
-    budget = [{"set": "test-kaggle", "family": "entropy budget", "mean_nfe": nfe, "accuracy %": acc} for nfe, acc in ((2.5, 0.0), (5.0, 40.0))]
+    budget = [{"set": "test-kaggle", "family": "entropy budget", "mean_nfe": nfe, "accuracy %": acc}
+              for nfe, acc in ((2.5, 0.0), (5.0, 40.0))]
     frontier = {"model": str(model_dir), "n": 4, "rows": budget}
     (out / "sudoku_frontier.json").write_text(json.dumps(frontier))
     argv = ["--model", str(model_dir), "--influence-head", str(d_head), "--data-dir", str(data), "--n", "4", "--lams", "1",
@@ -65,7 +66,8 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     # The budget's mixture frontier is interpolated at each row's passes, on test-kaggle only (test-hard has no
     # rows), and left out below its cheapest row (2 passes: no mixture of the budget's γ reaches them).
     assert [r.get("budget mixture %") for r in rows if r["set"] == "test-kaggle"] == [None] * 3 + [8.0] * 3
-    assert [r.get("vs budget mixture") for r in rows if r["set"] == "test-kaggle"][3:] == [r["accuracy %"] - 8.0 for r in rows[3:6]]
+    assert ([r.get("vs budget mixture") for r in rows if r["set"] == "test-kaggle"][3:]
+            == [r["accuracy %"] - 8.0 for r in rows[3:6]])
     assert all("budget mixture %" not in r for r in rows if r["set"] == "test-hard")
     assert result["heads"] == {"MI head": str(model_dir), "D head": str(d_head)}
     assert not (out / "sudoku_fixed_steps.partial.jsonl").exists()
@@ -97,7 +99,8 @@ def test_fixed_steps_script_matches_passes_and_compares_with_the_budget_frontier
     # only the new λ. Bug caught: every oracle row measured again (the earlier rows dropped).
     got["rows"][len(before) + 1]["seconds"] = -1.0
     (out / "sudoku_fixed_steps.json").write_text(json.dumps(got, indent=1) + "\n")
-    fixed.main(argv + ["--exact-only", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence", "--exact-lams", "1", "2"])
+    fixed.main(argv + ["--exact-only", "--exact-n", "2", "--exact-steps", "2", "--exact-charges", "influence",
+                       "--exact-lams", "1", "2"])
     wider = json.loads((out / "sudoku_fixed_steps.json").read_text())
     assert [r["policy"] for r in wider["rows"][len(before):]] == [
         "mi_steps:steps=2,lam=0", "exact_steps:steps=2,lam=1.0,charge=influence", "exact_steps:steps=2,lam=2.0,charge=influence",

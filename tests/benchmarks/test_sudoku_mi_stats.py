@@ -52,7 +52,8 @@ def test_mi_stats_counts_every_ordered_pair_of_masked_cells_and_the_heads_exact_
 def test_mi_stats_refuses_bad_input_in_one_line(tmp_path, sudoku_benchmark_inputs, capsys):
     stats = load_script("sudoku_mi_stats")
     model_dir, data = sudoku_benchmark_inputs
-    for bad, says in ((["--examples", str(tmp_path / "none.csv")], "--examples: no"), (["--states", "0"], "--states must be >= 1")):
+    for bad, says in ((["--examples", str(tmp_path / "none.csv")], "--examples: no"),
+                      (["--states", "0"], "--states must be >= 1")):
         with pytest.raises(SystemExit) as e:
             stats.main(["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--out", str(tmp_path), *bad])
         assert e.value.code == 2 and says in capsys.readouterr().err
@@ -79,7 +80,8 @@ def test_mi_stats_builds_anew_for_another_model_in_the_same_folder(tmp_path, sud
     model_dir = tmp_path / "copied-model"
     shutil.copytree(model_src, model_dir)
     monkeypatch.chdir(tmp_path)  # the default folder is runs/sudoku_mi_stats/<hash> under the working directory
-    argv = ["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--states", "2", "--out", str(tmp_path / "out")]
+    argv = ["--model", str(model_dir), "--examples", str(data / "test-kaggle.csv"), "--states", "2",
+            "--out", str(tmp_path / "out")]
     stats.main(argv)
     (first,) = (tmp_path / "runs" / "sudoku_mi_stats").iterdir()
     weights = load_file(model_dir / WEIGHTS_FILE)

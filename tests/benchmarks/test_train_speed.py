@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 
 import unmask.model
-
 from tests.benchmarks.scripts import load_script
 
 
@@ -35,8 +34,9 @@ def test_train_speed_runs_each_variant_on_its_kernel_and_restores_the_attention(
     monkeypatch.setattr(speed, "time_variant", timed)
     real = unmask.model.attention
     out = tmp_path / "speed"
-    monkeypatch.setattr(sys, "argv", ["train_speed.py", "--task", "sudoku", "--n-layers", "1", "--batch-size", "4", "--steps", "1",
-                                      "--warmup", "0", "--variants", "bf16", "bf16-fused", "fp32", "--out", str(out)])
+    monkeypatch.setattr(sys, "argv", ["train_speed.py", "--task", "sudoku", "--n-layers", "1", "--batch-size", "4",
+                                      "--steps", "1", "--warmup", "0", "--variants", "bf16", "bf16-fused", "fp32",
+                                      "--out", str(out)])
     speed.main()
     rows = json.loads(out.with_suffix(".json").read_text())
     assert [r["variant"] for r in rows] == ["bf16", "bf16-fused", "fp32"]

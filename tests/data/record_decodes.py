@@ -4,18 +4,21 @@ Run then from the repository root (`python tests/data/record_decodes.py`); it us
 (`attach(..., head=)`, `policy.counter`) and is kept as the provenance of `recorded_decodes.json.gz`.
 tests/decode/test_recorded.py checks that today's loop reproduces every recorded output exactly.
 """
-import json, sys
+import json
+import sys
+
 import torch
+
 sys.path.insert(0, "tests")
 from unmask.decode import TokenRule, attach, decode, parse_policy
+from unmask.decode.semi_ar import SemiAR
 from unmask.mi.estimator import load_head
 from unmask.model import load_model
-from unmask.tasks.sudoku.generate import generate
-from unmask.tasks.sudoku.data import to_tokens
-from unmask.tasks.maths.data import standard_sets
 from unmask.tasks.maths.arith import ArithConfig
+from unmask.tasks.maths.data import standard_sets
 from unmask.tasks.maths.task import encode
-from unmask.decode.semi_ar import SemiAR
+from unmask.tasks.sudoku.data import to_tokens
+from unmask.tasks.sudoku.generate import generate
 
 torch.set_num_threads(2)
 out = {"commit": "0a702c9", "sudoku": [], "maths3": []}
@@ -42,6 +45,7 @@ m3 = load_model("unmask/models/maths-3step")
 probs = standard_sets(ArithConfig(steps=3))["test"][:4] if False else None
 
 from unmask.tasks.maths.arith import generate as agen
+
 problems = agen(ArithConfig(steps=3), 4, 12345)
 t3 = encode(problems, m3.cfg, with_answers=False)
 for spec in ["sequential", "top_prob:steps=4", "random:steps=5", "margin:steps=10", "threshold:tau=0.9", "eb:gamma=0.1", "mi:gamma=0.1,lam=0"]:
@@ -54,6 +58,7 @@ for spec in ["sequential", "top_prob:steps=4", "random:steps=5", "margin:steps=1
 out["maths3_questions"] = [p.question for p in problems]
 out["maths3_solutions"] = [p.solution for p in problems]
 import gzip
+
 with gzip.open("tests/data/recorded_decodes.json.gz", "wt") as f:
     json.dump(out, f)
 

@@ -76,7 +76,8 @@ def test_budget_policies_choose_by_their_score():
 # Four positions over 4 values on which the three metrics disagree about the best position:
 # 0 is almost uniform (worst on all), 1 has the widest margin, 2 the highest top probability,
 # 3 the lowest entropy (a strong runner-up keeps its margin down, a tail keeps 2's entropy up).
-DISAGREE = torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.75, 1 / 12, 1 / 12, 1 / 12], [0.80, 0.15, 0.05, 0.0], [0.78, 0.22, 0.0, 0.0]])
+DISAGREE = torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.75, 1 / 12, 1 / 12, 1 / 12], [0.80, 0.15, 0.05, 0.0],
+                         [0.78, 0.22, 0.0, 0.0]])
 BEST = {"entropy": 3, "top_prob": 2, "margin": 1}
 
 
@@ -268,20 +269,26 @@ def test_help_lines_show_parsable_defaults_and_the_first_paragraph():
     # column cut at the first word, holding the whole docstring, or with newlines turned into junk.
     import inspect
 
-    from unmask.policies import POLICIES as ALL, describe_policies, parse_policy as parse_any
+    from unmask.decode.registry import ORACLE_COST
+    from unmask.policies import POLICIES as ALL
+    from unmask.policies import Tier, describe_policies
+    from unmask.policies import parse_policy as parse_any
 
-    lines = {line.split()[0].split(":")[0]: line for line in describe_policies()}
+    lines = {line.split()[0].split(":")[0]: line
+             for line in describe_policies() if line.startswith("  ")}  # (not the tier headings)
     for name, cls in ALL.items():
         spec, rule = lines[name].split(None, 1)
         assert parse_any(spec) == cls(), name
-        assert rule == " ".join(inspect.cleandoc(cls.__doc__).split("\n\n")[0].split()), name
+        cost = f" {ORACLE_COST}" if cls.tier is Tier.ORACLE else ""  # an oracle's line says what it costs
+        assert rule == " ".join(inspect.cleandoc(cls.__doc__).split("\n\n")[0].split()) + cost, name
 
 
 def test_budget_refusal_names_the_budgeted_policies():
     # Bug caught: the --budget refusal losing the list of policies that do take a budget.
     from unmask.decode import with_budget
 
-    with pytest.raises(UnmaskError, match=r"has no step budget: --budget applies to (exact_steps, )?(learned, )?margin, (mi_steps, )?random, top_prob$"):
+    with pytest.raises(UnmaskError, match=r"has no step budget: --budget applies to "
+                                          r"(exact_steps, )?(learned, )?margin, (mi_steps, )?random, top_prob$"):
         with_budget(parse_policy("topk"), 3)
 
 
@@ -291,3 +298,20 @@ def test_attach_refuses_a_misspelt_resource():
 
     with pytest.raises(TypeError, match=r"no policy declares the resources \['mi_haed'\]; known: \[.*'mi_head'"):
         attach(parse_policy("topk"), mi_haed=object())
+
+
+def test_a_policy_name_cannot_be_taken_twice():
+    # Bug caught: a second class registered under an existing name silently replacing the first.
+    from dataclasses import dataclass
+
+    from unmask.decode.registry import POLICIES, Tier, register
+
+    before = POLICIES["topk"]
+    with pytest.raises(ValueError, match="'topk' is taken by unmask.decode.sequential.TopK"):
+        @register("topk", Tier.RESEARCH)
+        @dataclass(frozen=True)
+        class Impostor:
+            def select(self, state):
+                return state.masked
+
+    assert POLICIES["topk"] is before

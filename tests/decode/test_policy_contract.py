@@ -22,9 +22,10 @@ EXAMPLES = {
     "mi": ["mi:gamma=0,lam=0", "mi:gamma=0.5,lam=0", "mi:gamma=1,lam=2", "mi:gamma=100,lam=0.1"],
     "mi_steps": ["mi_steps:steps=1,lam=0", "mi_steps:steps=3,lam=1", "mi_steps:steps=50,lam=4"],
     "mi_paced": ["mi_paced:gamma=0,lam=1", "mi_paced:gamma=0.5,lam=0", "mi_paced:gamma=2,lam=4"],
-    "mi_prefix": ["mi_prefix:gamma=0,lam=1", "mi_prefix:gamma=0.5,lam=0", "mi_prefix:gamma=2,lam=4", "mi_prefix:gamma=100,lam=0.1"],
-    "mi_exact": ["mi_exact:gamma=0.5,lam=1", "mi_exact:gamma=3,lam=0.5,eps=0.01"],
-    "influence_exact": ["influence_exact:gamma=0.5,lam=1", "influence_exact:gamma=3,lam=0.5,eps=0.01"],
+    "mi_prefix": ["mi_prefix:gamma=0,lam=1", "mi_prefix:gamma=0.5,lam=0", "mi_prefix:gamma=2,lam=4",
+                  "mi_prefix:gamma=100,lam=0.1"],
+    "exact": ["exact:gamma=0.5,lam=1", "exact:gamma=3,lam=0.5,eps=0.01", "exact:gamma=0.5,lam=1,charge=influence",
+              "exact:gamma=3,lam=0.5,charge=influence,eps=0.01", "exact:gamma=1,lam=2,charge=joint"],
     "exact_steps": ["exact_steps:steps=1,lam=1", "exact_steps:steps=3,lam=0", "exact_steps:steps=4,lam=2,charge=mi",
                     "exact_steps:steps=50,lam=1,charge=joint,eps=0.01"],
     "exact_prefix": ["exact_prefix:gamma=0.5,lam=1", "exact_prefix:gamma=3,lam=0.5,charge=mi,eps=0.01",
@@ -43,7 +44,7 @@ WRAPPERS = {
     "semi_ar(threshold:tau=0.9,block=4)": (lambda: SemiAR(parse_policy("threshold:tau=0.9"), 4), True),
     "semi_ar(eb:gamma=0.5,block=3,start=5)": (lambda: SemiAR(parse_policy("eb:gamma=0.5"), 3, start=5), True),
     "semi_ar(mi:gamma=1,lam=2,block=4)": (lambda: SemiAR(parse_policy("mi:gamma=1,lam=2"), 4), True),
-    "semi_ar(mi_exact:gamma=0.5,lam=1,block=4)": (lambda: SemiAR(parse_policy("mi_exact:gamma=0.5,lam=1"), 4), True),
+    "semi_ar(exact:gamma=0.5,lam=1,block=4)": (lambda: SemiAR(parse_policy("exact:gamma=0.5,lam=1"), 4), True),
     "semi_ar(learned,block=4)": (lambda: SemiAR(parse_policy("learned"), 4), True),
 }
 
@@ -185,7 +186,8 @@ def test_budget_policies_reveal_ceil_of_remaining_over_steps_left(make_model):
 def test_random_order_depends_on_seed(make_model):
     model = make_model()
     tokens = torch.full((1, 16), model.mask_id)
-    orders = {tuple(decode(model, tokens, parse_policy("random:steps=16"), seeds=torch.tensor([s])).reveal_step[0].tolist()) for s in range(5)}
+    orders = {tuple(decode(model, tokens, parse_policy("random:steps=16"), seeds=torch.tensor([s])).reveal_step[0].tolist())
+              for s in range(5)}
     assert len(orders) == 5
 
 

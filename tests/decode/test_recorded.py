@@ -15,7 +15,7 @@ near 1 (p = 0.9999982 against 0.9999982) may swap. So a choice may differ from t
 a *near-tie* (every position in the difference, and the weakest of each choice, within ``TIE`` by the
 policy's own score), and at no more than ``MAX_TIES`` of the steps; any other difference fails. Only
 ranked policies (a confidence ``metric`` or a ``score``, also inside ``semi_ar``) have such a score;
-the others (``mi``, ``mi_exact``, ``eb``, ``threshold``, ``random``) must match the record exactly, as
+the others (``mi``, ``exact``, ``eb``, ``threshold``, ``random``) must match the record exactly, as
 must a difference in *how many* positions a ranked policy reveals.
 """
 
@@ -30,14 +30,14 @@ import numpy as np
 import pytest
 import torch
 
-from unmask.decode import DecodeResult, SemiAR, Selection, TokenRule, decode
+from unmask.decode import DecodeResult, Selection, SemiAR, TokenRule, decode
 from unmask.decode.policy import as_selection
 from unmask.decode.scores import CONFIDENCE
 from unmask.model import load_model
 from unmask.policies import build_policy
+from unmask.tasks.base import MODELS
 from unmask.tasks.maths.arith import Problem
 from unmask.tasks.maths.task import MathsTask
-from unmask.tasks.base import MODELS
 from unmask.tasks.sudoku.task import SudokuTask
 
 RECORD = json.loads(gzip.open(Path(__file__).parents[1] / "data" / "recorded_decodes.json.gz", "rt").read())
@@ -47,6 +47,7 @@ MATHS3 = MODELS / "maths-3step"
 
 TIE = 1e-6  # scores closer than this are a float32 near-tie (a probability near 1 resolves to ~6e-8)
 LAZY_PROBES = {"mi_exact:gamma=0.5,lam=1,eps=0.01": 569}  # probe passes on the record's states (7,072 with every row probed)
+NOW = {"mi_exact:gamma=0.5,lam=1,eps=0.01": "exact:gamma=0.5,lam=1,eps=0.01"}  # recorded spec → its name today (the same rule)
 MAX_TIES = 0.1  # largest share of (sequence, step) choices that may differ from the record, each at a near-tie
 
 
@@ -104,7 +105,8 @@ def check(model, tokens, policy, rec, seeds) -> DecodeResult:
     """Replay the record through the loop; every choice must match it, or differ at a rare near-tie."""
     replay = Replay(policy, TokenRule(rec["temperature"]), torch.tensor(rec["reveal_step"]), torch.tensor(rec["tokens"]))
     res = decode(model, tokens, replay, replay, seeds=seeds)
-    assert replay.ties <= MAX_TIES * replay.steps, f"{replay.ties} of {replay.steps} choices differ (near-ties cannot explain that)"
+    assert replay.ties <= MAX_TIES * replay.steps, (f"{replay.ties} of {replay.steps} choices differ "
+                                                     "(near-ties cannot explain that)")
     assert res.tokens.tolist() == rec["tokens"]
     assert res.nfe.tolist() == rec["nfe"]
     assert res.reveal_step.tolist() == rec["reveal_step"]
@@ -120,7 +122,7 @@ def sudoku():
 @pytest.mark.parametrize("rec", RECORD["sudoku"], ids=lambda r: f"{r['spec']}@T{r['temperature']}")
 def test_sudoku_decodes_as_recorded(rec, sudoku):
     model, tokens = sudoku
-    policy = build_policy(rec["spec"], model, SUDOKU)
+    policy = build_policy(NOW.get(rec["spec"], rec["spec"]), model, SUDOKU)
     res = check(model, tokens, policy, rec, seeds=torch.arange(8) + 5)
     # The record's probe passes probed every masked row at every step; since 2026-12-06 the exact
     # rules probe a row only when their scan needs it (the same choices: tests/mi/test_mi_policies.py),

@@ -165,7 +165,8 @@ def test_a_head_reading_the_predicted_values_uses_them_and_refuses_to_go_without
     assert not torch.allclose(head(hidden, probs.flip(-1)), est)  # the values are read
     for bad, says in ((None, "got none"), (probs[..., :2], r"got shape \(2, 5, 2\) for hidden states \(2, 5, 6\)"),
                       (probs[:1], r"got shape \(1, 5, 3\) for hidden states \(2, 5, 6\)")):
-        with pytest.raises(UnmaskError, match=rf"^this MI head reads P\(X \| C\) over 3 values beside the hidden states, {says}$"):
+        with pytest.raises(UnmaskError,
+                           match=rf"^this MI head reads P\(X \| C\) over 3 values beside the hidden states, {says}$"):
             head(hidden, bad)
     save_head(head, tmp_path)
     loaded = load_head(tmp_path)

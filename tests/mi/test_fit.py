@@ -302,11 +302,13 @@ def test_fit_head_fits_and_records_its_target(make_model):
 
     cfg = MIDataConfig(states=8, shard_size=8, rows=4, eps=0.0, policy="topk:k=2", seed=2)
     data = {k: torch.from_numpy(np.asarray(v)) for k, v in build_shard(make_model(), prompts(), cfg, 0).items()}
-    head, metrics = fit_head(make_model(), data, HeadTrainConfig(steps=2, batch_size=4, d_hidden=4, rank=2, target="joint"), progress=False)
+    head, metrics = fit_head(make_model(), data, HeadTrainConfig(steps=2, batch_size=4, d_hidden=4, rank=2, target="joint"),
+                             progress=False)
     assert metrics["target"] == "joint"
     from unmask.mi.fit import hidden_states, split
     _, va = split(data, 0.1)
-    want = evaluate_head(head, hidden_states(make_model(), data["tokens"])[va], targets(data, "joint")[va], pair_mask(data, make_model().mask_id)[va])
+    want = evaluate_head(head, hidden_states(make_model(), data["tokens"])[va], targets(data, "joint")[va],
+                         pair_mask(data, make_model().mask_id)[va])
     assert metrics["mse"] == pytest.approx(want["mse"])
 
 
@@ -359,7 +361,8 @@ def test_fit_pairs_draws_its_batches_from_its_own_seed():
         head = copy.deepcopy(start)
         torch.manual_seed(global_seed)
         cfg = HeadTrainConfig(steps=3, batch_size=2, lr=0.1, seed=seed)
-        return torch.cat([p.detach().flatten() for p in fit_pairs(head, x, target, pairs, train, cfg, progress=False).parameters()])
+        return torch.cat([p.detach().flatten()
+                          for p in fit_pairs(head, x, target, pairs, train, cfg, progress=False).parameters()])
 
     assert torch.equal(fitted(1), fitted(2))
     assert not torch.equal(fitted(1), fitted(1, seed=1))  # (the batches do matter)
@@ -438,10 +441,10 @@ def test_calibration_bins_are_half_open_and_named():
     exact = torch.tensor([0.005, 0.01, 0.5, 0.6], dtype=torch.float64)  # 0.01: exactly an edge
     est = torch.tensor([0.2, 0.0, 0.0, 0.4], dtype=torch.float64)
     assert calibration(est, exact, edges=(0.0, 1e-3, 0.01, 1.0)) == [
-        {"exact_from": 1e-3, "exact_to": 0.01, "pairs": 1, "mean_exact": pytest.approx(0.005), "mean_predicted": pytest.approx(0.2),
-         "share_predicted_zero": 0.0},
-        {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": pytest.approx(0.37), "mean_predicted": pytest.approx(0.4 / 3),
-         "share_predicted_zero": pytest.approx(2 / 3)},
+        {"exact_from": 1e-3, "exact_to": 0.01, "pairs": 1, "mean_exact": pytest.approx(0.005),
+         "mean_predicted": pytest.approx(0.2), "share_predicted_zero": 0.0},
+        {"exact_from": 0.01, "exact_to": 1.0, "pairs": 3, "mean_exact": pytest.approx(0.37),
+         "mean_predicted": pytest.approx(0.4 / 3), "share_predicted_zero": pytest.approx(2 / 3)},
     ]
 
 
@@ -513,7 +516,8 @@ def test_mi_train_with_values_and_a_scale_records_them_and_decodes(tmp_path, sud
     meta = json.loads((tmp_path / "h" / "mi_head.json").read_text())
     assert meta["config"]["n_values"] > 0 and meta["metrics"]["values"] is True and meta["metrics"]["scale"] == 0.01
     for spec in ("mi:gamma=1,lam=1", "demask:delta=0.5"):
-        code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(tmp_path / "h"), f"--policy={spec}", "--json"])
+        code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(tmp_path / "h"), f"--policy={spec}",
+                            "--json"])
         assert code == 0, err
     code, _, err = cli(["mi", "map", "--task", "sudoku", "--model", str(tmp_path / "h"), "--examples", str(puzzles),
                         "--out", str(tmp_path / "map.png")])

@@ -36,7 +36,8 @@ def test_refuses_to_mix_builds(tmp_path, make_model):
     cfg = MIDataConfig(states=2, shard_size=2, rows=2, seed=1)
     build_mi_data(partial(make_model), prompts(), cfg, tmp_path, progress=False)
     with pytest.raises(UnmaskError, match=r"other \['config'\]"):
-        build_mi_data(partial(make_model), prompts(), MIDataConfig(states=2, shard_size=2, rows=2, seed=2), tmp_path, progress=False)
+        build_mi_data(partial(make_model), prompts(), MIDataConfig(states=2, shard_size=2, rows=2, seed=2), tmp_path,
+                      progress=False)
     with pytest.raises(UnmaskError, match="prompts_sha256"):
         build_mi_data(partial(make_model), prompts(13), cfg, tmp_path, progress=False)
 

@@ -75,10 +75,10 @@ def copy_pair_oracle() -> JointDenoiser:
     return JointDenoiser(p)
 
 
-@pytest.mark.parametrize("spec", ["mi_exact:gamma=10,lam=10", "influence_exact:gamma=10,lam=20"])
+@pytest.mark.parametrize("spec", ["exact:gamma=10,lam=10", "exact:gamma=10,lam=20,charge=influence"])
 def test_exact_mi_policy_keeps_a_copied_pair_apart(empirical_tv, spec):
     # X1 = X2 uniform, X3 independent uniform: λ = 0 reveals everything at once and breaks the copy.
-    # Bug caught (influence_exact): the influence not charged (D = 2/3 here, so λ = 20 > (γ − 2 ln 3) / D).
+    # Bug caught (charge=influence): the influence not charged (D = 2/3 here, so λ = 20 > (γ − 2 ln 3) / D).
     oracle = copy_pair_oracle()
     assert empirical_tv(oracle, "mi:gamma=10,lam=0", n=2000) > 0.4
     policy = attach(parse_policy(spec), denoiser=oracle)
@@ -150,7 +150,7 @@ class Contrarian:
 
 
 def test_exact_mi_policy_clamps_negative_mi():
-    # Bug caught: mi_exact without its clamp of negative MI at 0: a negative charge refills the budget,
+    # Bug caught: exact (charge=mi) without its clamp of negative MI at 0: a negative charge refills the budget,
     # so a large λ would let in positions whose own entropy does not fit (here the third).
     model = Contrarian()
     tokens = torch.full((1, 3), model.mask_id)
@@ -161,7 +161,7 @@ def test_exact_mi_policy_clamps_negative_mi():
     h = float(-(state.probs * state.log_probs).sum(-1)[0, 0])
     unclamped = mi_greedy(entropy(state.probs), state.masked, mi.float(), 2.5 * h, 10.0)
     assert unclamped[0].tolist() == [True, True, True]  # the fixture does refill the budget
-    policy = attach(parse_policy(f"mi_exact:gamma={2.5 * h},lam=10,eps=0"), denoiser=model)
+    policy = attach(parse_policy(f"exact:gamma={2.5 * h},lam=10,eps=0"), denoiser=model)
     sel = as_selection(policy.select(state))
     assert sel.reveal[0].tolist() == [True, True, False]  # 3·H > γ: two fit, as with MI = 0
     assert sel.extra_passes.tolist() == [1 + 2 * 2]  # the rows of the first two (the third's H alone does not fit)
@@ -186,8 +186,8 @@ def test_lambda_one_still_charges_mi():
     assert got[0].tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("spec", ["mi:gamma=-1", "mi:lam=-1", "mi_exact:gamma=-0.5", "mi_exact:lam=-2", "mi_paced:gamma=-1",
-                                  "mi_paced:lam=-1", "influence_exact:lam=-1"])
+@pytest.mark.parametrize("spec", ["mi:gamma=-1", "mi:lam=-1", "exact:gamma=-0.5", "exact:lam=-2", "mi_paced:gamma=-1",
+                                  "mi_paced:lam=-1", "exact:lam=-1,charge=influence"])
 def test_negative_gamma_or_lambda_is_refused(spec):
     # Bug caught: the check requiring both to be negative before refusing (or losing its message).
     with pytest.raises(UnmaskError, match="gamma and lam must be >= 0"):
@@ -195,15 +195,15 @@ def test_negative_gamma_or_lambda_is_refused(spec):
 
 
 def test_exact_mi_policy_needs_its_denoiser_and_passes_eps_on(make_joint):
-    # Bugs caught: mi_exact not refusing to run without a model to probe; its ``eps`` not handed to
+    # Bugs caught: exact not refusing to run without a model to probe; its ``eps`` not handed to
     # exact_mi (every value probed: more passes than the spec asks for).
     oracle = make_joint(seq_len=4, vocab=3, seed=5, alpha=0.2)
     tokens = torch.full((2, 4), oracle.mask_id)
     logits, hidden = oracle(tokens)
     state = DecodeState(tokens, tokens == oracle.mask_id, logits, hidden, 0, torch.arange(2))
-    with pytest.raises(UnmaskError, match="^mi_exact needs the denoiser to probe$"):
-        parse_policy("mi_exact").select(state)
-    sel = as_selection(attach(parse_policy("mi_exact:gamma=100,eps=0.2"), denoiser=oracle).select(state))  # every row reached
+    with pytest.raises(UnmaskError, match="^exact needs the denoiser to probe$"):
+        parse_policy("exact").select(state)
+    sel = as_selection(attach(parse_policy("exact:gamma=100,eps=0.2"), denoiser=oracle).select(state))  # every row reached
     assert torch.equal(sel.extra_passes, exact_mi(oracle, tokens, eps=0.2).passes)
     assert (sel.extra_passes < exact_mi(oracle, tokens).passes).all()
 
@@ -254,16 +254,16 @@ def test_dependency_bound_edges():
 def test_demask_select_passes_its_bound_and_cap_and_clamps_the_head():
     # Bugs caught: select handing max_entropy in place of δ, dropping max_entropy, clamping the head's
     # output to 1 instead of 0; max_entropy = 0 refused.
-    from unmask.mi.policies import DependencyBound, dependency_greedy
+    from unmask.mi.policies import Demask, dependency_greedy
 
     state, head = paced_state(3)
     h = entropy(state.probs)
     for delta, cap in ((0.0, float("inf")), (0.3, 0.5), (2.0, 1.0), (0.1, 0.0)):
-        got = attach(DependencyBound(delta=delta, max_entropy=cap), mi_head=head).select(state)
+        got = attach(Demask(delta=delta, max_entropy=cap), mi_head=head).select(state)
         assert torch.equal(got, dependency_greedy(h, state.masked, head(None, None), delta, cap))
-    zero = attach(DependencyBound(delta=0.5), mi_head=lambda hid, probs: torch.zeros_like(head(hid, probs)))
+    zero = attach(Demask(delta=0.5), mi_head=lambda hid, probs: torch.zeros_like(head(hid, probs)))
     assert torch.equal(zero.select(state), state.masked)  # no dependency anywhere: every masked cell at once
-    negative = attach(DependencyBound(delta=0.0), mi_head=lambda hid, probs: -head(hid, probs))
+    negative = attach(Demask(delta=0.0), mi_head=lambda hid, probs: -head(hid, probs))
     assert torch.equal(negative.select(state), state.masked)  # negative estimates charge nothing
     assert parse_policy("demask:delta=0.1,max_entropy=0").max_entropy == 0.0
 
@@ -271,7 +271,8 @@ def test_demask_select_passes_its_bound_and_cap_and_clamps_the_head():
 def test_demask_needs_its_head():
     with pytest.raises(UnmaskError, match=r"^demask needs an MI \(dependency\) head \(train one with `unmask mi train`\)$"):
         parse_policy("demask").select(DecodeState(torch.full((1, 3), 5), torch.ones(1, 3, dtype=torch.bool),
-                                                   torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), 0, torch.zeros(1, dtype=torch.long)))
+                                                   torch.zeros(1, 3, 4), torch.zeros(1, 3, 2), 0,
+                                                   torch.zeros(1, dtype=torch.long)))
     with pytest.raises(UnmaskError, match="delta"):
         parse_policy("demask:delta=-1")
 
@@ -291,7 +292,7 @@ class Forgetful:
 
 
 def test_exact_mi_policy_charges_the_probe_joint_when_asked():
-    # Bug caught: mi_exact's ``joint`` ignored (the paper's I charged either way), or the joint not
+    # Bug caught: exact's charge=joint ignored (the paper's I charged either way), or the joint not
     # symmetrised over the computed rows before it is charged.
     model = Forgetful()
     tokens = torch.full((1, 3), model.mask_id)
@@ -300,8 +301,8 @@ def test_exact_mi_policy_charges_the_probe_joint_when_asked():
     logits, hidden = model(tokens)
     state = DecodeState(tokens, tokens == model.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
     gamma = 3 * math.log(2) + 0.01  # every entropy fits; the MI term decides
-    paper = as_selection(attach(parse_policy(f"mi_exact:gamma={gamma},lam=10,eps=0"), denoiser=model).select(state))
-    joint = as_selection(attach(parse_policy(f"mi_exact:gamma={gamma},lam=10,eps=0,joint=1"), denoiser=model).select(state))
+    paper = as_selection(attach(parse_policy(f"exact:gamma={gamma},lam=10,eps=0"), denoiser=model).select(state))
+    joint = as_selection(attach(parse_policy(f"exact:gamma={gamma},lam=10,charge=joint,eps=0"), denoiser=model).select(state))
     assert paper.reveal[0].tolist() == [True, False, False]
     assert joint.reveal[0].tolist() == [True, True, True]
     assert torch.equal(paper.extra_passes, joint.extra_passes)  # the same probes
@@ -354,7 +355,8 @@ def test_mi_steps_takes_exactly_its_passes_and_needs_its_head():
     joint = torch.rand(*(3,) * 5, generator=torch.Generator().manual_seed(1))
     oracle = JointDenoiser(joint / joint.sum())
     for steps in (1, 2, 5):
-        policy = attach(parse_policy(f"mi_steps:steps={steps},lam=2"), mi_head=lambda hid, probs: torch.ones(*hid.shape[:2], hid.shape[1]))
+        policy = attach(parse_policy(f"mi_steps:steps={steps},lam=2"),
+                        mi_head=lambda hid, probs: torch.ones(*hid.shape[:2], hid.shape[1]))
         res = decode(oracle, torch.full((4, 5), oracle.mask_id), policy, TokenRule())
         assert res.nfe.tolist() == [steps] * 4
     with pytest.raises(UnmaskError, match="MI estimator head"):
@@ -410,7 +412,8 @@ def test_mi_paced_swaps_a_dependent_position_where_mi_would_reveal_fewer():
     mi[0, 0, 1] = mi[0, 1, 0] = 0.5
     assert MIPaced(gamma=gamma, lam=0.0).select(state)[0].tolist() == [True, True, False, False]
     assert mi_greedy(h, state.masked, mi, gamma, 1.0)[0].tolist() == [True, False, False, False]
-    assert attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid, probs: mi).select(state)[0].tolist() == [True, False, True, False]
+    assert (attach(MIPaced(gamma=gamma, lam=1.0), mi_head=lambda hid, probs: mi).select(state)[0].tolist()
+            == [True, False, True, False])
     with pytest.raises(UnmaskError, match="mi_paced: lam > 0 needs an MI estimator head"):
         MIPaced(gamma=1.0, lam=1.0).select(state)
 
@@ -420,17 +423,17 @@ def test_mi_steps_charges_its_head_at_the_fixed_pace(seed):
     # Bugs caught: mi_steps calling its head but deciding with λ = 0 (a uniform head cannot tell), the
     # pace not ⌈remaining / steps left⌉, negative head outputs not clamped to 0 (or clamped to more).
     from unmask.decode.state import budget_count
-    from unmask.mi.policies import MIGuidedSteps
+    from unmask.mi.policies import MISteps
 
     state, head = paced_state(seed)
     h = entropy(state.probs)
     for steps, lam in ((2, 0.5), (3, 4.0), (50, 1.0)):
-        got = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=head).select(state)
+        got = attach(MISteps(steps=steps, lam=lam), mi_head=head).select(state)
         assert torch.equal(got, mi_count_greedy(h, state.masked, head(None, None), lam, budget_count(state, steps)))
-        flipped = attach(MIGuidedSteps(steps=steps, lam=lam), mi_head=lambda hid, probs: -head(hid, probs)).select(state)
+        flipped = attach(MISteps(steps=steps, lam=lam), mi_head=lambda hid, probs: -head(hid, probs)).select(state)
         assert torch.equal(flipped, take_top(-h, state.masked, budget_count(state, steps)))  # charged 0: entropy order
     with pytest.raises(UnmaskError, match=r"mi_steps: lam must be >= 0, got -1"):
-        MIGuidedSteps(steps=2, lam=-1.0)
+        MISteps(steps=2, lam=-1.0)
 
 
 def test_prefix_stops_at_the_first_position_that_does_not_fit():
@@ -459,7 +462,8 @@ def test_prefix_is_a_prefix_of_entropy_order_no_longer_than_the_budget(seed):
     gamma, lam = float(torch.rand(1, generator=g) * 2), float(torch.rand(1, generator=g) * 4)
     got = mi_greedy(h, masked, mi, gamma, lam, prefix=True)
     budget = mi_greedy(h, masked, None, gamma, 0.0)
-    assert torch.equal(mi_greedy(h, masked, torch.zeros_like(mi), gamma, lam, prefix=True), budget)  # no charge: the budget itself
+    # no charge: the budget itself
+    assert torch.equal(mi_greedy(h, masked, torch.zeros_like(mi), gamma, lam, prefix=True), budget)
     for r in range(b):
         alone = mi_greedy(h[r:r + 1], masked[r:r + 1], mi[r:r + 1], gamma, lam, prefix=True)
         assert torch.equal(alone[0], got[r])
@@ -472,7 +476,9 @@ def test_prefix_is_a_prefix_of_entropy_order_no_longer_than_the_budget(seed):
 def test_mi_prefix_policy_stops_where_mi_passes_over():
     # Bug caught: mi_prefix not stopping at the first misfit (the prefix flag not passed on).
     policy = parse_policy("mi_prefix:gamma=1,lam=5")
-    head = lambda hidden, probs: torch.tensor([[[0, .5, 0, 0], [.5, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.]]])
+    def head(hidden, probs):
+        return torch.tensor([[[0, .5, 0, 0], [.5, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.]]])
+
     policy = attach(policy, mi_head=head)
     logits = torch.tensor([[[6.0, 0.0], [5.0, 0.0], [4.0, 0.0], [3.0, 0.0]]])
     state = DecodeState(torch.zeros(1, 4, dtype=torch.long), torch.ones(1, 4, dtype=torch.bool), logits,
@@ -496,7 +502,7 @@ def test_exact_prefix_stops_where_the_exact_rule_skips(charge):
     # stops at X2, so it reveals X1 alone. Bug caught: exact_prefix decoding as the skipping rule
     # (prefix not passed on, or passed as False).
     oracle, state = copy_pair_state()
-    spec = "mi_exact:gamma=10,lam=10" if charge == "mi" else "influence_exact:gamma=10,lam=20"
+    spec = "exact:gamma=10,lam=10" if charge == "mi" else "exact:gamma=10,lam=20,charge=influence"
     skip = as_selection(attach(parse_policy(spec), denoiser=oracle).select(state))
     prefix = as_selection(attach(parse_policy(f"exact_prefix:gamma=10,lam=20,charge={charge}"), denoiser=oracle).select(state))
     assert skip.reveal[0].tolist() == [True, False, True]
@@ -529,8 +535,8 @@ def test_exact_policies_name_what_is_wrong():
         parse_policy("exact_steps:steps=2,lam=1").select(state)
 
 
-@pytest.mark.parametrize("spec", ["mi:gamma=1,lam=2", "mi_steps:steps=3,lam=2", "mi_paced:gamma=1,lam=2", "mi_prefix:gamma=1,lam=2",
-                                  "demask:delta=0.5"])
+@pytest.mark.parametrize("spec", ["mi:gamma=1,lam=2", "mi_steps:steps=3,lam=2", "mi_paced:gamma=1,lam=2",
+                                  "mi_prefix:gamma=1,lam=2", "demask:delta=0.5"])
 def test_every_head_rule_hands_the_head_the_states_hidden_states_and_predicted_values(spec):
     # Bug caught: a rule calling its head with the hidden states alone, so a head fitted to read
     # P(X | C) beside them (HeadConfig.n_values) fails or reads something else while decoding.
@@ -565,9 +571,9 @@ def reached_rows(h: list[float], masked: list[bool], charge: torch.Tensor, gamma
     return reached
 
 
-CHARGES = {"mi_exact:gamma={g},lam={lam},eps=0": lambda r: r.symmetric.clamp_min(0),
-           "mi_exact:gamma={g},lam={lam},eps=0,joint=1": lambda r: r.symmetric_joint,
-           "influence_exact:gamma={g},lam={lam},eps=0": lambda r: r.symmetric_influence,
+CHARGES = {"exact:gamma={g},lam={lam},eps=0": lambda r: r.symmetric.clamp_min(0),
+           "exact:gamma={g},lam={lam},charge=joint,eps=0": lambda r: r.symmetric_joint,
+           "exact:gamma={g},lam={lam},charge=influence,eps=0": lambda r: r.symmetric_influence,
            "exact_prefix:gamma={g},lam={lam},charge=mi,eps=0": lambda r: r.symmetric.clamp_min(0)}
 
 
@@ -622,7 +628,28 @@ def test_an_exact_rule_refuses_a_negative_charge():
     tokens = torch.full((1, 3), model.mask_id)
     logits, hidden = model(tokens)
     state = DecodeState(tokens, tokens == model.mask_id, logits, hidden, 0, torch.zeros(1, dtype=torch.long))
-    policy = attach(parse_policy("mi_exact:gamma=10,lam=10,eps=0"), denoiser=model)
-    with pytest.raises(UnmaskError, match="^mi_exact: an exact charge must be >= 0 \\(clamp it\\), got -0"):
+    policy = attach(parse_policy("exact:gamma=10,lam=10,eps=0"), denoiser=model)
+    with pytest.raises(UnmaskError, match="^exact: an exact charge must be >= 0 \\(clamp it\\), got -0"):
         exact_budget(policy, state, lambda res: res.symmetric)  # the paper's I unclamped: negative here
     assert as_selection(exact_budget(policy, state, lambda res: res.symmetric.clamp_min(0))).reveal.any()
+
+
+@pytest.mark.parametrize("old,new", [("mi_exact:gamma=1,lam=2,eps=0.01", "exact:gamma=1,lam=2,eps=0.01"),
+                                     ("mi_exact:gamma=1,lam=2,joint=1", "exact:gamma=1,lam=2,charge=joint"),
+                                     ("influence_exact:gamma=1,lam=4", "exact:gamma=1,lam=4,charge=influence")])
+def test_old_oracle_names_decode_as_the_new_one(make_joint, old, new):
+    # Bugs caught: an old spelling of the exact rule decoding otherwise than its new name (another
+    # charge, a lost clamp, another default), or noting the rename more than once per parse.
+    from unmask.errors import SpecRenamed
+
+    oracle = make_joint(seq_len=5, vocab=3, seed=3, alpha=0.3)
+    tokens = torch.full((16, 5), oracle.mask_id)
+    tokens[::2, 1] = 0  # some rows with a given cell
+    with pytest.warns(SpecRenamed) as notes:
+        was = attach(parse_policy(old), denoiser=oracle)
+    assert len(notes) == 1 and str(notes[0].message).startswith(f"policy spec {old!r} is now 'exact:")
+    now = attach(parse_policy(new), denoiser=oracle)
+    a, b = (decode(oracle, tokens, p, TokenRule(1.0), seeds=torch.arange(16)) for p in (was, now))
+    for field in ("tokens", "nfe", "reveal_step", "extra_passes"):
+        assert torch.equal(getattr(a, field), getattr(b, field)), field
+    assert int(a.extra_passes.sum()) > 0  # the rows were probed

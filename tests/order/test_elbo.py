@@ -166,7 +166,8 @@ def test_rloo_gradient_matches_the_exact_gradient(toy, step_cost):
     prior, posterior = nets(oracle.vocab_size + 1, budget, seed=1)
     params = [*prior.parameters(), *posterior.parameters()]
     objective, _ = exact(oracle, start, clean, prior, posterior, budget, step_cost=step_cost)
-    exact_grad = flat(torch.autograd.grad(-objective / 3, params, allow_unused=True), params)  # the loss is per generated position
+    # the loss is per generated position
+    exact_grad = flat(torch.autograd.grad(-objective / 3, params, allow_unused=True), params)
     k = 40_000
     roll = rollout(oracle, start, clean, prior, posterior, budget, samples=k, seeds=torch.arange(k))
     mc_grad = flat(torch.autograd.grad(order_loss(roll, k, step_cost=step_cost), params, allow_unused=True), params)

@@ -11,7 +11,7 @@ from unmask.decode import decode
 from unmask.decode.state import DecodeState
 from unmask.errors import UnmaskError
 from unmask.order.net import OrderConfig, OrderNet, load_order_net, reveal_probs, save_order_net
-from unmask.order.policy import LearnedOrder, bernoulli_log_prob, sample_reveal
+from unmask.order.policy import Learned, bernoulli_log_prob, sample_reveal
 from unmask.policies import build_policy
 
 
@@ -52,12 +52,12 @@ def test_the_budget_is_never_exceeded_and_every_step_reveals(make_model, masked_
     model = make_model()
     net = OrderNet(OrderConfig(model.cfg.d_model, d_hidden=8, tau=0.05, budget=steps))  # small τ: few per step
     tokens = masked_batch(10, 16, model.vocab_size, seed=3)
-    res = decode(model, tokens, LearnedOrder(net=net), seeds=torch.arange(10))
+    res = decode(model, tokens, Learned(net=net), seeds=torch.arange(10))
     masked = tokens == model.mask_id
     assert (res.nfe <= steps).all() and not (res.tokens == model.mask_id).any()
     assert torch.equal(res.tokens[~masked], tokens[~masked])
     # a budget given at decode time wins over the trained one
-    assert (decode(model, tokens, LearnedOrder(steps=1, net=net)).nfe <= 1).all()
+    assert (decode(model, tokens, Learned(steps=1, net=net)).nfe <= 1).all()
 
 
 def test_saved_beside_the_model_and_found_by_the_spec(tmp_path, make_model):

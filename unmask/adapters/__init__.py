@@ -8,6 +8,7 @@ local Hugging Face masked LM (:mod:`unmask.adapters.hf`), or ``esmc:FILE`` for a
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,13 +47,15 @@ class Loaded:
         return self.tokenizer is not None
 
 
-def load_denoiser(spec: str, device: str | torch.device = "cpu", task: str | None = None, hf: HFOptions = HFOptions()) -> Loaded:
-    """Load ``spec`` (an unmask model directory, or ``hf:DIR``) onto ``device``.
+def load_denoiser(spec: str | os.PathLike, device: str | torch.device = "cpu", task: str | None = None,
+                  hf: HFOptions = HFOptions()) -> Loaded:
+    """Load ``spec`` (an unmask model directory, ``hf:DIR`` or ``esmc:FILE``) onto ``device``.
 
     ``task``: refuse an unmask model trained for another task (Hugging Face models carry no task).
     """
     from unmask.model import load_model, resolve_device
 
+    spec = os.fspath(spec)
     dev = resolve_device(str(device))
     if spec.startswith(ESMC_PREFIX):
         from unmask.adapters.esmc import ESMCDenoiser, load_esmc

@@ -29,7 +29,8 @@ def _esm():
         from esm.models.esmc import ESMC
         from esm.tokenization import get_esmc_model_tokenizers
     except ImportError as e:
-        raise UnmaskError(f"ESM-C needs the esm package ({e}): pip install --no-deps esm, then pip install 'unmask[esmc]'") from None
+        raise UnmaskError(f"ESM-C needs the esm package ({e}): pip install --no-deps esm, "
+                          "then pip install 'unmask[esmc]'") from None
     return ESMC, get_esmc_model_tokenizers
 
 

@@ -47,7 +47,7 @@ class HFDenoiser:
     def from_pretrained(
         cls, path: str | os.PathLike, *, trust_remote_code: bool = False, shift_logits: bool = False,
         device: str = "cpu", dtype: torch.dtype | None = None,
-    ) -> tuple["HFDenoiser", object]:
+    ) -> tuple[HFDenoiser, object]:
         """Load model and tokenizer from a local directory; returns ``(denoiser, tokenizer)``."""
         tf = _transformers()
         if not os.path.isdir(path):

@@ -20,6 +20,7 @@ import torch
 from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
 
+
 class Forward(Protocol):
     """One model family's forward pass."""
 

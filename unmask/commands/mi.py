@@ -38,8 +38,14 @@ def _task_and_model(args: argparse.Namespace, hf: bool = False):
 def _data(args: argparse.Namespace) -> None:
     from unmask.mi.data import MIDataConfig, build_mi_data
     from unmask.model import WEIGHTS_FILE, load_model
+    from unmask.policies import needed_resources, parse_policy
     from unmask.runs import file_digest
 
+    # Checked with every family registered (a spec never depends on what was imported before): the
+    # trajectories decode with the bare policy, so one that needs a model's resources is refused here.
+    if args.policy is not None and needed_resources(parse_policy(args.policy)):
+        raise UnmaskError(f"--policy {args.policy}: the trajectories are decoded without an MI head, order policy or probes; "
+                          "choose a policy that needs none (e.g. sequential, topk, eb, mi:lam=0)")
     cfg = from_args(MIDataConfig, args)
     task, _, _ = _task_and_model(args)  # fail early, with one clear line, on a bad model directory
     prompts = task.encode(task.read(args.examples))
@@ -119,7 +125,8 @@ def add_parser(sub) -> None:
     from unmask.mi.fit import HeadTrainConfig
     from unmask.tasks import TASKS
 
-    mi = sub.add_parser("mi", help="pairwise mutual information: data, estimator head, maps (--task sudoku|maths|proteins|antibodies)")
+    mi = sub.add_parser("mi",
+                        help="pairwise mutual information: data, estimator head, maps (--task sudoku|maths|proteins|antibodies)")
     ms = mi.add_subparsers(dest="action", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -152,7 +159,8 @@ def add_parser(sub) -> None:
     m.add_argument("--examples", "--puzzle", "--problems", dest="examples", required=True,
                    help="the task's file (Sudoku: a CSV or one 81-character grid; maths: a JSONL)")
     m.add_argument("--index", type=integer, default=0, help="example number in the file")
-    m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); proteins and antibodies the residue number K; default: the first masked one")
+    m.add_argument("--cell", help="the position: Sudoku ROW,COL (1..9); maths the answer character K (1..); "
+                   "proteins and antibodies the residue number K; default: the first masked one")
     m.add_argument("--exact", action="store_true", help="also compute the exact MI (1 + N·|V| passes)")
     m.add_argument("--joint", action="store_true",
                    help="also the MI of each row's probe joint, a true MI from the same probes (implies --exact)")

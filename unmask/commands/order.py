@@ -44,7 +44,8 @@ def add_train_order_parser(sub, task_name: str, default_model, data_help: str) -
     t.add_argument("--val", help="validation examples, decoded with the learned policy at --budget")
     t.add_argument("--val-n", type=positive_int, default=100, help="validation examples to score")
     t.add_argument("--val-batch-size", type=positive_int, default=128, help="sequences per forward pass in validation")
-    t.add_argument("--val-seed", type=integer, default=0, help="validation example k samples its reveal sets with seed VAL_SEED + k")
+    t.add_argument("--val-seed", type=integer, default=0,
+                   help="validation example k samples its reveal sets with seed VAL_SEED + k")
     t.add_argument("--out", required=True, help="run directory (checkpoint.pt, log.jsonl, model/ with order_policy.*)")
     t.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_dataclass_args(t, OrderTrainConfig)

@@ -7,9 +7,20 @@ import json
 import sys
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_eval_args, add_init_arg, check_policy, from_args,
-                                    load_for_eval, policy_epilog, policy_from_args, positive_int, train_inputs)
 from unmask.adapters import load_denoiser
+from unmask.commands.common import (
+    HelpFormatter,
+    add_dataclass_args,
+    add_eval_args,
+    add_init_arg,
+    check_policy,
+    from_args,
+    load_for_eval,
+    policy_epilog,
+    policy_from_args,
+    positive_int,
+    train_inputs,
+)
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
@@ -71,10 +82,9 @@ def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: 
 def _generate(args: argparse.Namespace) -> None:
     from unmask.decode import TokenRule, policy_spec
     from unmask.eval import decode_all
+    from unmask.tasks import task_denoiser
     from unmask.tasks.proteins.fasta import Record, write_fasta
     from unmask.tasks.proteins.task import ProteinTask, decode_residues, length_prompts
-
-    from unmask.tasks import task_denoiser
 
     rule = TokenRule(args.temperature)
     check_policy(args)
@@ -96,7 +106,8 @@ def _generate(args: argparse.Namespace) -> None:
     write_fasta(args.out, records)
     summary = {"out": args.out, "n": len(records), "policy": spec, "mean_nfe": sum(nfe) / len(nfe), "max_nfe": max(nfe),
                "temperature": args.temperature, "seed": args.seed, "seconds": round(run.seconds, 2)}
-    print(json.dumps(summary) if args.json else f"{len(records)} proteins by {spec} at mean NFE {summary['mean_nfe']:.2f}: {args.out}")
+    print(json.dumps(summary) if args.json
+          else f"{len(records)} proteins by {spec} at mean NFE {summary['mean_nfe']:.2f}: {args.out}")
 
 
 def _eval(args: argparse.Namespace) -> None:
@@ -106,7 +117,8 @@ def _eval(args: argparse.Namespace) -> None:
     generated = read_fasta(args.generated)
     reference = read_fasta(args.reference)
     seqs = [r.sequence for r in generated]
-    m = {"generated": args.generated, "reference": args.reference, "n": len(seqs), **compare_sets(seqs, [r.sequence for r in reference])}
+    m = {"generated": args.generated, "reference": args.reference, "n": len(seqs),
+         **compare_sets(seqs, [r.sequence for r in reference])}
     nfe = [float(t.split("=", 1)[1]) for r in generated for t in r.name.split() if t.startswith("nfe=")]
     if len(nfe) == len(seqs):  # written by `unmask proteins generate`
         m["mean_nfe"] = sum(nfe) / len(nfe)
@@ -145,7 +157,8 @@ def _infill(args: argparse.Namespace) -> None:
 
     rule = TokenRule(args.temperature)
     if not args.model:
-        raise UnmaskError("infill needs --model: a pretrained antibody model, e.g. hf:runs/plm/antiberty (`unmask proteins import antiberty`)")
+        raise UnmaskError("infill needs --model: a pretrained antibody model, e.g. hf:runs/plm/antiberty "
+                          "(`unmask proteins import antiberty`)")
     check_policy(args)
     if args.out:
         check_output_file(args.out)
@@ -203,7 +216,8 @@ def add_parser(sub) -> None:
     g = ps.add_parser("generate", help="generate proteins of given lengths with a decoding policy (FASTA out)",
                       formatter_class=HelpFormatter, epilog=policy_epilog())
     g.add_argument("--n", type=positive_int, default=500, help="proteins to generate")
-    g.add_argument("--length", type=parse_lengths, default=(50, 100), metavar="LO:HI", help="residues per protein (default: 50:100)")
+    g.add_argument("--length", type=parse_lengths, default=(50, 100), metavar="LO:HI",
+                   help="residues per protein (default: 50:100)")
     g.add_argument("--reference", default=str(DEFAULT_REFERENCE),
                    help="FASTA whose lengths (within --length) are drawn from; '' for uniform lengths")
     g.add_argument("--out", required=True, help="FASTA file of the generated proteins (names carry length, NFE, policy, seed)")
@@ -237,7 +251,8 @@ def add_parser(sub) -> None:
     f.add_argument("--antibodies", required=True, help="FASTA of heavy-chain variable domains (see `proteins antibodies`)")
     f.add_argument("--cdrs", default="H3", help="comma-separated CDRs to mask: H1, H2, H3")
     f.add_argument("--samples", type=positive_int, default=4, help="infills per antibody")
-    f.add_argument("--judge", action="append", metavar="MODEL", help="a model scoring the infills by pseudo-log-likelihood (repeatable)")
+    f.add_argument("--judge", action="append", metavar="MODEL",
+                   help="a model scoring the infills by pseudo-log-likelihood (repeatable)")
     f.add_argument("--out", metavar="FASTA", help="also write every infilled sequence")
     add_eval_args(f, "", batch_size=64, outputs=False)
     f.set_defaults(temperature=1.0, model=None, run=_infill)

@@ -2,6 +2,10 @@
 frozen dataclass per policy. This package knows nothing of MI, learned orders or tasks; the MI
 policies live in :mod:`unmask.mi.policies`, and :mod:`unmask.policies` gathers every family."""
 
+import inspect
+import sys
+import types
+
 from unmask.decode import adaptive, budget, sequential  # noqa: F401  (registers the policies)
 from unmask.decode.loop import DecodeResult, Rule, Step, TokenRule, decode, decode_steps
 from unmask.decode.policy import FixedBudget, Policy, Selection, attach, needed_resources, resource, with_budget
@@ -14,3 +18,18 @@ __all__ = [
     "TokenRule", "attach", "decode", "decode_steps", "needed_resources", "parse_policy", "policy_spec", "resource",
     "with_budget",
 ]
+
+
+class _Loop(types.ModuleType):
+    """This package's module type: ``unmask.decode(denoiser, tokens, policy, ...)`` runs :func:`decode`.
+
+    The public name ``unmask.decode`` is this subpackage (Python binds a subpackage to its parent's
+    attribute of the same name on import), so calling it is calling the loop.
+    """
+
+    def __call__(self, *args, **kwargs) -> DecodeResult:
+        return decode(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Loop
+__signature__ = inspect.signature(decode)  # what help() and IDEs show for unmask.decode(...)

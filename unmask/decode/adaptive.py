@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import torch
 
-from unmask.decode.registry import register
+from unmask.decode.registry import Tier, register
 from unmask.decode.scores import CONFIDENCE, check_metric, entropy, top_prob
 from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
 
 
-@register("eb")
+@register("eb", Tier.STABLE)
 @dataclass(frozen=True)
-class EntropyBounded:
+class EB:
     """EB-Sampler (Ben-Hamu et al. 2025): sort by confidence; reveal the largest prefix U with
     Σ_U H − max_U H ≤ γ. The least confident token of U enters free, so U is never empty."""
 
@@ -37,7 +37,7 @@ class EntropyBounded:
         return take_top(score, state.masked, count)
 
 
-@register("threshold")
+@register("threshold", Tier.STABLE)
 @dataclass(frozen=True)
 class Threshold:
     """Fast-dLLM (Wu et al. 2025): reveal every position with top-prob ≥ τ, else the single best."""

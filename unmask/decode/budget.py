@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from unmask.decode.policy import FixedBudget
-from unmask.decode.registry import register
+from unmask.decode.registry import Tier, register
 from unmask.decode.scores import margin, top_prob
 from unmask.decode.state import DecodeState, budget_count, take_top
 
@@ -30,7 +30,7 @@ class _Ranked(FixedBudget):
         return take_top(self.score(state), state.masked, budget_count(state, self.steps))
 
 
-@register("random")
+@register("random", Tier.STABLE)
 @dataclass(frozen=True)
 class Random(_Ranked):
     """IID order: uniformly random positions, ⌈remaining / steps left⌉ per step."""
@@ -39,7 +39,7 @@ class Random(_Ranked):
         return state.uniform(ORDER_SALT)
 
 
-@register("top_prob")
+@register("top_prob", Tier.STABLE)
 @dataclass(frozen=True)
 class TopProb(_Ranked):
     """Top-Prob: the positions with the highest max probability, ⌈remaining / steps left⌉ per step."""
@@ -48,7 +48,7 @@ class TopProb(_Ranked):
         return top_prob(state.probs)
 
 
-@register("margin")
+@register("margin", Tier.STABLE)
 @dataclass(frozen=True)
 class Margin(_Ranked):
     """Top-Prob-Margin: the largest gap between the two best tokens, ⌈remaining / steps left⌉ per step."""

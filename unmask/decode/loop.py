@@ -13,8 +13,9 @@ Every tensor stays on the device of ``tokens``: put them where the model is.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Generator, Protocol
+from typing import Protocol
 
 import torch
 

@@ -10,8 +10,9 @@ the policy it wraps with :func:`wrapped`. Fixed-budget policies share the base c
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 

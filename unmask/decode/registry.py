@@ -1,36 +1,87 @@
-"""Policy names and the ``name:key=value,...`` spec syntax used by the CLI and benchmarks."""
+"""Policy names, their tiers, and the ``name:key=value,...`` spec syntax used by the CLI and benchmarks."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import typing
+import warnings
+from collections.abc import Callable
 
-from unmask.errors import UnmaskError
+from unmask.errors import SpecRenamed, UnmaskError
 
 POLICIES: dict[str, type] = {}
 
 
-def register(name: str):
-    """Class decorator: make a frozen policy dataclass available as ``name`` in specs.
+class Tier(enum.StrEnum):
+    """How a policy is meant to be used; ``--help`` lists the tiers apart, stable first."""
+
+    STABLE = "stable"  # the published rules: baselines, MI-guided decoding, DEMASK, learned orders
+    RESEARCH = "research"  # variants of the MI rule under study (pace and choice apart)
+    ORACLE = "oracle"  # probe the model itself for exact dependencies: analysis, not deployment
+
+
+TIER_HEADINGS = {
+    Tier.STABLE: "stable (any of them also runs inside semi-AR blocks, SemiAR / --block where a command has it)",
+    Tier.RESEARCH: "research (variants under study; defaults may change)",
+    Tier.ORACLE: "oracle (exact probes of the model, for analysis)",
+}
+ORACLE_COST = "Cost: probes the model, up to 1 + N·|V| extra passes a step, reported apart from NFE as extra passes."
+
+
+def register(name: str, tier: Tier):
+    """Class decorator: make a frozen policy dataclass available as ``name`` in specs, in ``tier``.
 
     The first line of the class docstring is the policy's one-line rule in ``--help``.
     """
+    tier = Tier(tier)
 
     def wrap(cls: type) -> type:
+        old = POLICIES.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ValueError(f"policy name {name!r} is taken by {old.__module__}.{old.__qualname__}")
         POLICIES[name] = cls
         cls.spec_name = name
+        cls.tier = tier
         return cls
 
     return wrap
 
 
+def policies_in_tier(tier: Tier | str) -> list[str]:
+    """The spec names registered in ``tier``, sorted (for ``--help``, the docs and the README)."""
+    tier = Tier(tier)
+    return sorted(name for name, cls in POLICIES.items() if cls.tier is tier)
+
+
+@dataclasses.dataclass(frozen=True)
+class Renamed:
+    """An old policy name that still parses: ``old:key=value,...`` becomes ``new(arguments)``."""
+
+    keys: tuple[str, ...]  # the keys the old spelling took
+    new: Callable[[dict[str, str]], str]  # its arguments (key → text, in the order given) → the new spec
+
+
+RENAMED: dict[str, Renamed] = {}
+
+
+def rename(old: str, keys: tuple[str, ...], new: Callable[[dict[str, str]], str]) -> None:
+    """Keep ``old`` working: it parses as the spec ``new(arguments)`` with a :class:`SpecRenamed` note."""
+    RENAMED[old] = Renamed(keys, new)
+
+
+def spec_bool(name: str, key: str, text: str) -> bool:
+    """A bool spec value (``true|false|1|0``), or an UnmaskError naming ``name`` and ``key``."""
+    if text.lower() not in ("true", "false", "1", "0"):
+        raise UnmaskError(f"policy {name}: {key}={text!r} is not a valid bool")
+    return text.lower() in ("true", "1")
+
+
 def _convert(cls: type, key: str, text: str):
     hint = typing.get_type_hints(cls)[key]
+    if hint is bool:
+        return spec_bool(cls.spec_name, key, text)
     try:
-        if hint is bool:
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return text.lower() in ("true", "1")
         value = hint(text)
         if value != value:  # NaN would silently disable every comparison a policy makes
             raise ValueError(text)
@@ -48,26 +99,36 @@ def parse_policy(spec: str):
 
 
 def spec_keys(spec: str) -> set[str]:
-    """The keys ``spec`` sets explicitly (``random:steps=5`` → ``{"steps"}``)."""
-    return set(_parse(spec)[1])
+    """The keys ``spec`` sets explicitly (``random:steps=5`` → ``{"steps"}``; an old name's keys under
+    its new spelling). Silent: the note on an old name is :func:`parse_policy`'s."""
+    return set(_parse(spec, note=False)[1])
 
 
-def _parse(spec: str) -> tuple[type, dict]:
-    name, _, args = spec.strip().partition(":")
-    if name not in POLICIES:
-        raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
-    cls = POLICIES[name]
-    keys = spec_fields(cls)
-    kwargs = {}
+def _arguments(name: str, args: str, keys: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``key=value,...`` → key → value text, in order; an unknown, bare or repeated key is an UnmaskError."""
+    given = {}
     for item in filter(None, (a.strip() for a in args.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq or key not in keys:
             raise UnmaskError(f"policy {name}: bad argument {item!r}; it takes {', '.join(keys) or 'no arguments'} as key=value")
-        if key in kwargs:
+        if key in given:
             raise UnmaskError(f"policy {name}: {key} is given twice")
-        kwargs[key] = _convert(cls, key, value.strip())
-    return cls, kwargs
+        given[key] = value.strip()
+    return given
+
+
+def _parse(spec: str, note: bool = True) -> tuple[type, dict]:
+    name, _, args = spec.strip().partition(":")
+    if name in RENAMED:
+        new = RENAMED[name].new(_arguments(name, args, RENAMED[name].keys))
+        if note:
+            warnings.warn(f"policy spec {spec.strip()!r} is now {new!r}", SpecRenamed, stacklevel=3)
+        return _parse(new, note)
+    if name not in POLICIES:
+        raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
+    cls = POLICIES[name]
+    return cls, {key: _convert(cls, key, text) for key, text in _arguments(name, args, spec_fields(cls)).items()}
 
 
 def spec_fields(cls) -> list[str]:
@@ -82,11 +143,18 @@ def policy_spec(policy) -> str:
 
 
 def describe_policies() -> list[str]:
-    """One line per registered policy: its spec with the defaults, and its rule (for ``--help``)."""
+    """The ``--help`` policy list: a heading per tier (stable first), then one indented line per policy
+    of that tier: its spec with the defaults, and its rule (an oracle's line also says what it costs)."""
     lines = []
-    for name in sorted(POLICIES):
-        cls = POLICIES[name]
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        defaults = ",".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls) if f.name in spec_fields(cls))
-        lines.append(f"{name + (':' + defaults if defaults else ''):<44} {' '.join(doc.split())}")
+    for tier in Tier:
+        names = policies_in_tier(tier)
+        if names:
+            lines.append(f"{TIER_HEADINGS[tier]}:")
+        for name in names:
+            cls = POLICIES[name]
+            doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+            if tier is Tier.ORACLE:
+                doc += " " + ORACLE_COST
+            defaults = ",".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls) if f.name in spec_fields(cls))
+            lines.append(f"  {name + (':' + defaults if defaults else ''):<44} {doc}")
     return lines

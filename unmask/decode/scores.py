@@ -6,7 +6,7 @@ margin; the EB-Sampler of Ben-Hamu et al. 2025 for entropy as an error proxy).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 import torch
 
-from unmask.decode.registry import register
+from unmask.decode.registry import Tier, register
 from unmask.decode.scores import CONFIDENCE, check_metric
 from unmask.decode.state import DecodeState, take_top
 from unmask.errors import UnmaskError
 
 
-@register("sequential")
+@register("sequential", Tier.STABLE)
 @dataclass(frozen=True)
 class Sequential:
     """Reveal the single most confident masked position per step."""
@@ -27,7 +27,7 @@ class Sequential:
         return take_top(score, state.masked, torch.ones_like(state.remaining))
 
 
-@register("topk")
+@register("topk", Tier.STABLE)
 @dataclass(frozen=True)
 class TopK:
     """Reveal the k most confident masked positions per step (Mask-Predict, Ghazvininejad et al. 2019)."""

@@ -2,7 +2,7 @@
 (:mod:`.estimator`, :mod:`.fit`, :mod:`.data`), MI-guided policies (:mod:`.policies`) and structure
 scores of MI maps (:mod:`.maps`)."""
 
-from unmask.mi import policies  # noqa: F401  (registers the mi and mi_exact policies)
+from unmask.mi import policies  # noqa: F401  (registers the mi, demask, research and oracle policies)
 from unmask.mi.exact import ExactMI, exact_mi
 
 __all__ = ["ExactMI", "exact_mi"]

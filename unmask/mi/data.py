@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -23,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from unmask.decode import decode, parse_policy
+from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 from unmask.io import atomic_write, make_dir
 from unmask.mi.exact import exact_mi
@@ -114,7 +116,7 @@ def _check_manifest(out: Path, manifest: dict) -> None:
 
 
 def build_mi_data(
-    load, prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1,
+    load: Callable[[], Denoiser], prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1,
     progress: bool = True, source: dict | None = None,
 ) -> int:
     """Write every missing shard into ``out``; returns how many were built now.

@@ -1,12 +1,13 @@
-"""A light neural estimator of the pairwise MI matrix from frozen denoiser hidden states (seed 000).
+"""A light neural estimator of the pairwise MI matrix from frozen denoiser hidden states
+(Sharma, Wang, Li 2026, arXiv 2605.20187).
 
 Each position's hidden state h_i ``(D,)`` (optionally with the denoiser's own predicted distribution
 P(X_i | C) ``(V,)`` and its entropy beside it: ``n_values``) is mapped by a small MLP to an embedding
 e_i ``(r,)``; Î_ij = link(Σ_k w_k e_ik e_jk / √r + b). The bilinear form is symmetric in (i, j) and the link keeps
 it non-negative, as MI is. ``relu`` (the default for new heads) can charge a pair exactly 0, so
 independent pairs cost nothing; ``softplus`` (the first heads) never reaches 0 and charges every pair
-a little (softplus(b)). Cost per step: N·(D'·d + d·r) + N²·r multiply-adds (D' = D, or D + V + 1 with values), a few percent of one
-denoiser pass at most.
+a little (softplus(b)). Cost per step: N·(D'·d + d·r) + N²·r multiply-adds (D' = D, or D + V + 1 with values), a few percent of
+one denoiser pass at most.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class MIHead(nn.Module):
         if self.cfg.n_values:
             if probs is None or probs.shape != (*hidden.shape[:-1], self.cfg.n_values):
                 got = "none" if probs is None else f"shape {tuple(probs.shape)} for hidden states {tuple(hidden.shape)}"
-                raise UnmaskError(f"this MI head reads P(X | C) over {self.cfg.n_values} values beside the hidden states, got {got}")
+                raise UnmaskError(f"this MI head reads P(X | C) over {self.cfg.n_values} values beside the hidden states, "
+                                  f"got {got}")
             probs = probs.to(hidden)  # (its dtype and device)
             x = torch.cat([hidden, probs, entropy(probs)[..., None]], -1)  # (B, N, D + V + 1)
         e = self.mlp(x)  # (B, N, r)

@@ -1,6 +1,6 @@
 """Exact pairwise conditional mutual information from a denoiser's own conditionals.
 
-Seed 000 (neural estimation of pairwise MI in masked sequence models), section "ground truth":
+Sharma, Wang, Li 2026 (pairwise MI in masked sequence models, arXiv 2605.20187), "ground truth":
 one base pass gives P(X_j | C) and H(X_j | C); for every masked i and value v, fixing X_i = v and
 running again gives P(X_j | X_i = v, C); then
 

@@ -1,4 +1,5 @@
-"""Training and evaluating the MI estimator head on exact-MI data (seed 000: MSE on masked pairs)."""
+"""Training and evaluating the MI estimator head on exact-MI data (MSE on masked pairs, as in Sharma, Wang,
+Li 2026, arXiv 2605.20187)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,12 @@ class HeadTrainConfig:
     d_hidden: int = 128  # head MLP width
     rank: int = 32  # bilinear embedding size
     link: str = "relu"  # output link: "relu" charges independent pairs exactly 0; "softplus" never reaches 0
+    # Each field's comment is its flag's help, read from the field's own line (commands.common.field_comments): not wrapped.
+    # ruff: disable[E501]
     target: str = "raw"  # "raw": the paper's I = H(X_j | C) − Σ_v P(v) H(X_j | v, C); "joint": the MI of each row's probe joint; "influence": DEMASK's D
     values: bool = False  # the head also reads the denoiser's P(X_i | C) and its entropy beside h_i (HeadConfig.n_values)
     scale: float = 0.0  # c in nats: 0 fits the MI itself by MSE; c > 0 fits log(1 + I/c) (I below 0 as 0), relative errors alike above c
+    # ruff: enable[E501]
     seed: int = 0  # init and batch order
 
     def __post_init__(self) -> None:
@@ -44,7 +48,8 @@ class HeadTrainConfig:
             raise UnmaskError(f"scale must be >= 0 nats, got {self.scale}")
 
 
-TARGETS = {"raw": "mi", "joint": "joint", "influence": "influence"}  # HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
+# HeadTrainConfig.target → its array in the MI data (unmask.mi.exact)
+TARGETS = {"raw": "mi", "joint": "joint", "influence": "influence"}
 
 
 def pair_mask(data: dict[str, torch.Tensor], mask_id: int) -> torch.Tensor:
@@ -65,7 +70,8 @@ def targets(data: dict[str, torch.Tensor], target: str = "raw") -> torch.Tensor:
     the model's conditionals are not."""
     key = TARGETS[target]
     if key not in data:
-        raise UnmaskError(f"this MI data has no {target!r} targets (built before they were stored: rebuild it with `unmask mi data`)")
+        raise UnmaskError(f"this MI data has no {target!r} targets "
+                          "(built before they were stored: rebuild it with `unmask mi data`)")
     return symmetrise(data[key].float(), data["rows"])
 
 
@@ -146,8 +152,9 @@ def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, prog
 
 def fit_pairs(head: nn.Module, x: Inputs, target: torch.Tensor, pairs: torch.Tensor, train: torch.Tensor,
               cfg: HeadTrainConfig, progress: bool = True) -> nn.Module:
-    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` (or a tuple of them, its arguments) by MSE (on :func:`compress`'s scale) over the ``pairs`` ``(S, L, L)`` of the
-    ``train`` states (Adam, warm-up-free cosine; batches drawn from ``cfg.seed``); returns it in eval mode."""
+    """Fit ``head`` on inputs ``x`` ``(S, L, ·)`` (or a tuple of them, its arguments) by MSE (on :func:`compress`'s scale)
+    over the ``pairs`` ``(S, L, L)`` of the ``train`` states (Adam, warm-up-free cosine; batches drawn from ``cfg.seed``);
+    returns it in eval mode."""
     opt = adamw(head, cfg.lr)  # no weight decay: Adam
     gen = torch.Generator().manual_seed(cfg.seed)
     for step in tqdm(range(cfg.steps), disable=not progress, desc="mi head"):
@@ -212,7 +219,8 @@ def calibration(est: torch.Tensor, exact: torch.Tensor, edges=CALIBRATION_EDGES)
         inside = (exact < hi) & ((exact >= lo) if k else torch.ones_like(exact, dtype=torch.bool))
         if inside.any():
             out.append({"exact_from": lo, "exact_to": hi, "pairs": int(inside.sum()), "mean_exact": float(exact[inside].mean()),
-                        "mean_predicted": float(est[inside].mean()), "share_predicted_zero": float((est[inside] == 0).double().mean())})
+                        "mean_predicted": float(est[inside].mean()),
+                        "share_predicted_zero": float((est[inside] == 0).double().mean())})
     return out
 
 

@@ -3,13 +3,14 @@
 The task supplies the pairs its rules relate (:meth:`unmask.tasks.base.Task.related_pairs`); for
 Sudoku these are "peer" pairs (same row, column or box: 20 of a cell's 80 others, 25 %).
 The structure score is the share of MI mass, and of the top-k pairs, that falls on peer pairs,
-beside the chance level for the same candidate pairs — the quantitative form of seed 000's
-"the MI maps show rows, columns and boxes without being told".
+beside the chance level for the same candidate pairs — the quantitative form of Sharma, Wang, Li
+2026 (arXiv 2605.20187)'s "the MI maps show rows, columns and boxes without being told".
 """
 
 from __future__ import annotations
 
 import torch
+
 
 def structure_score(mi: torch.Tensor, pairs: torch.Tensor, related: torch.Tensor, k: int = 20) -> dict:
     """Share of MI on ``related`` pairs.

@@ -1,5 +1,5 @@
-"""MI-guided parallel decoding (Shah et al., neural estimation of pairwise MI in masked sequence
-models — seed 000): reveal many tokens at once, but not dependent ones.
+"""MI-guided parallel decoding (Sharma, Wang, Li 2026, "pairwise mutual information in masked
+sequence models", arXiv 2605.20187): reveal many tokens at once, but not dependent ones.
 
 Sort masked positions by entropy; always take the lowest; then scan the rest in order and take
 position i if  H_i + λ · Σ_{j already taken} Î_ij  fits the remaining budget γ, charging it
@@ -12,12 +12,13 @@ same γ, so the charge decides only *how many* to reveal (fewer where the most c
 each other), never *which* — the pace apart from the choice, the other way round from ``mi_paced``.
 
 ``mi`` uses a learned estimator head on the denoiser's hidden states (cost: one small head per
-step); ``mi_exact`` probes the model itself (:class:`unmask.mi.exact.RowProbes`), a row only when its
-scan reaches a position whose entropy still fits, and returns every pass it runs (its own base pass
-included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis.
-
-``influence_exact`` is the ``mi_exact`` rule charging DEMASK's exact total-variation influence
-instead of MI (an oracle too); ``exact_steps`` is ``mi_steps`` with such an exact charge.
+step); ``exact`` (the oracle tier) probes the model itself (:class:`unmask.mi.exact.RowProbes`), a row
+only when its scan reaches a position whose entropy still fits, and returns every pass it runs (its
+own base pass included) as ``extra_passes``, kept apart from model NFE — an oracle for analysis. Its
+``charge`` is the paper's exact MI (``mi``), the MI of each row's probe joint (``joint``) or DEMASK's
+exact total-variation influence (``influence``); ``exact_steps`` and ``exact_prefix`` are ``mi_steps``
+and ``mi_prefix`` with such an exact charge. The old names ``mi_exact`` (``joint=1``: charge=joint) and
+``influence_exact`` still parse, to ``exact``, with a :class:`~unmask.errors.SpecRenamed` note.
 
 ``mi_steps`` keeps the MI charge but fixes the pace: every step reveals ⌈remaining / steps left⌉
 positions, so a sequence takes exactly ``steps`` passes, and the charge decides only *which* ones (greedily,
@@ -26,9 +27,9 @@ its twin at the same passes: a matched comparison of what the MI term buys. ``mi
 same at the entropy budget's pace: each step reveals as many as ``mi:gamma=γ,lam=0`` would, chosen by
 the charge.
 
-``demask`` is the rule of DEMASK (arXiv 2604.02560), with our MI head as its dependency head: in
-entropy order, take position i while the total pairwise dependency of the taken set stays within δ
-— a bound on dependency alone, with no charge for a token's own uncertainty (``max_entropy``
+``demask`` is the rule of DEMASK (Ringel et al. 2026, arXiv 2604.02560), with our MI head as its
+dependency head: in entropy order, take position i while the total pairwise dependency of the taken
+set stays within δ — a bound on dependency alone, with no charge for a token's own uncertainty (``max_entropy``
 optionally keeps very uncertain positions out).
 """
 
@@ -40,10 +41,12 @@ from dataclasses import dataclass
 import torch
 
 from unmask.decode.policy import FixedBudget, Selection, resource
-from unmask.decode.registry import register
+from unmask.decode.registry import Tier, register, rename, spec_bool
 from unmask.decode.scores import entropy
 from unmask.decode.state import DecodeState, budget_count, take_top
+from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
+from unmask.mi.estimator import MIHead
 from unmask.mi.exact import RowProbes, exact_mi
 
 
@@ -111,7 +114,8 @@ def dependency_greedy(h: torch.Tensor, masked: torch.Tensor, dep: torch.Tensor, 
     return taken
 
 
-def mi_count_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, lam: float, count: torch.Tensor) -> torch.Tensor:
+def mi_count_greedy(h: torch.Tensor, masked: torch.Tensor, mi: torch.Tensor | None, lam: float,
+                    count: torch.Tensor) -> torch.Tensor:
     """``(B, L)`` bool: ``count[b]`` masked positions per row, taken one at a time, each the lowest
     H_i + λ · Σ_{j taken} Î_ij among those left (ties to the lower position; with λ = 0, the
     ``count`` lowest entropies; a negative Î charges nothing).
@@ -150,15 +154,17 @@ def head_mi(policy, state: DecodeState) -> torch.Tensor | None:
         return policy.head(state.hidden.float(), state.probs)
 
 
-@register("mi")
+@register("mi", Tier.STABLE)
 @dataclass(frozen=True)
-class MIGuided:
-    """Entropy order; take i while H_i + λ·Σ_taken Î_ij fits the remaining γ (Î: the learned MI head)."""
+class MI:
+    """Entropy order; take i while H_i + λ·Σ_taken Î_ij fits the remaining γ (Î: the learned MI head;
+    Sharma, Wang, Li 2026, arXiv 2605.20187)."""
 
-    # Defaults: the recommended setting on the 12-layer Sudoku model shipped until 2026-12-04, chosen on val-kaggle (README).
+    # Defaults: the recommended setting on a 12-layer Sudoku model, chosen on the validation set val-kaggle (README).
     gamma: float = 0.03  # γ: budget in nats per step (entropy + λ·MI of each taken token)
     lam: float = 0.0  # λ: weight of the pairwise MI with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    head: MIHead | None = resource("mi_head", needed=lambda p: p.lam != 0)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -167,14 +173,15 @@ class MIGuided:
         return mi_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.gamma, self.lam)
 
 
-@register("mi_steps")
+@register("mi_steps", Tier.RESEARCH)
 @dataclass(frozen=True)
-class MIGuidedSteps(FixedBudget):
+class MISteps(FixedBudget):
     """⌈remaining / steps left⌉ positions per step, chosen greedily by H_i + λ·Σ_taken Î_ij (Î: the
     learned MI head): the MI rule at a fixed number of passes (λ = 0: entropy order)."""
 
     lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    head: MIHead | None = resource("mi_head", needed=lambda p: p.lam != 0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -182,10 +189,11 @@ class MIGuidedSteps(FixedBudget):
             raise UnmaskError(f"mi_steps: lam must be >= 0, got {self.lam}")
 
     def select(self, state: DecodeState) -> torch.Tensor:
-        return mi_count_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.lam, budget_count(state, self.steps))
+        return mi_count_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.lam,
+                               budget_count(state, self.steps))
 
 
-@register("mi_paced")
+@register("mi_paced", Tier.RESEARCH)
 @dataclass(frozen=True)
 class MIPaced:
     """As many positions per step as the entropy budget γ takes (``mi:gamma=γ,lam=0``), chosen greedily
@@ -193,7 +201,8 @@ class MIPaced:
 
     gamma: float = 0.3  # γ: entropy budget in nats per step; sets how many are revealed
     lam: float = 1.0  # λ: weight of the pairwise MI with tokens already taken this step; sets which
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    # MI head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    head: MIHead | None = resource("mi_head", needed=lambda p: p.lam != 0)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -204,7 +213,7 @@ class MIPaced:
         return mi_count_greedy(h, state.masked, head_mi(self, state), self.lam, count)
 
 
-@register("mi_prefix")
+@register("mi_prefix", Tier.RESEARCH)
 @dataclass(frozen=True)
 class MIPrefix:
     """Entropy order; take the next while H_i + λ·Σ_taken Î_ij fits the remaining γ, stopping at the
@@ -212,52 +221,14 @@ class MIPrefix:
 
     gamma: float = 1.0  # γ: budget in nats per step (entropy + λ·charge of each taken token)
     lam: float = 2.0  # λ: weight of the pairwise charge with tokens already taken this step
-    head: object = resource("mi_head", needed=lambda p: p.lam != 0)  # MI (or D) head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    # MI (or D) head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    head: MIHead | None = resource("mi_head", needed=lambda p: p.lam != 0)
 
     def __post_init__(self) -> None:
         _check(self)
 
     def select(self, state: DecodeState) -> torch.Tensor:
         return mi_greedy(entropy(state.probs), state.masked, head_mi(self, state), self.gamma, self.lam, prefix=True)
-
-
-@register("mi_exact")
-@dataclass(frozen=True)
-class MIExact:
-    """The same rule with exact MI from probing the denoiser (at most 1 + N·|V| passes a step, returned
-    apart: a row is probed only when the scan needs it): an oracle."""
-
-    gamma: float = 0.1  # γ: budget in nats per step
-    lam: float = 2.0  # λ: weight of the pairwise MI with tokens already taken
-    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
-    joint: bool = False  # charge the MI of each row's probe joint (a true MI, ≥ 0) instead of the paper's I
-    denoiser: object = resource("denoiser")  # the model to probe
-
-    def __post_init__(self) -> None:
-        _check(self)
-
-    def select(self, state: DecodeState) -> Selection:
-        # A model's conditionals can give negative I; a negative charge would refill the budget.
-        return exact_budget(self, state, lambda res: (res.symmetric_joint if self.joint else res.symmetric).clamp_min(0))
-
-
-@register("influence_exact")
-@dataclass(frozen=True)
-class InfluenceExact:
-    """The same rule charging DEMASK's exact influence instead of MI: take i while H_i + λ·Σ_taken D_ij
-    fits γ, D_ij = ½(D(i → j) + D(j → i)) the total variation by which revealing one moves the other
-    (:mod:`unmask.mi.exact`; probe passes returned apart): an oracle."""
-
-    gamma: float = 0.1  # γ: budget in nats per step (entropy + λ·influence of each taken token)
-    lam: float = 2.0  # λ: weight of the pairwise influence (in [0, 1]) with tokens already taken
-    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
-    denoiser: object = resource("denoiser")  # the model to probe
-
-    def __post_init__(self) -> None:
-        _check(self)
-
-    def select(self, state: DecodeState) -> Selection:
-        return exact_budget(self, state, lambda res: res.symmetric_influence)
 
 
 EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an ExactMI result
@@ -267,7 +238,51 @@ EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an Exac
 }
 
 
-@register("exact_steps")
+def _check_charge(policy) -> None:
+    if policy.charge not in EXACT_CHARGES:
+        raise UnmaskError(f"{policy.spec_name}: charge must be one of {', '.join(EXACT_CHARGES)}, got {policy.charge!r}")
+
+
+@register("exact", Tier.ORACLE)
+@dataclass(frozen=True)
+class Exact:
+    """The ``mi`` rule with an exact charge from probing the denoiser: entropy order; take i while
+    H_i + λ·Σ_taken C_ij fits the remaining γ, C the exact MI (``mi``), the probe joint's MI (``joint``)
+    or DEMASK's total-variation influence (``influence``; :mod:`unmask.mi.exact`). A row is probed only
+    when the scan needs it."""
+
+    gamma: float = 0.1  # γ: budget in nats per step (entropy + λ·charge of each taken token)
+    lam: float = 2.0  # λ: weight of the pairwise charge with tokens already taken this step
+    charge: str = "mi"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
+    eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
+    denoiser: Denoiser | None = resource("denoiser")  # the model to probe
+
+    def __post_init__(self) -> None:
+        _check(self)
+        _check_charge(self)
+
+    def select(self, state: DecodeState) -> Selection:
+        # A model's conditionals can give a negative I, rounding a joint MI a hair below 0: a negative
+        # charge would refill the budget, so both are clamped (an influence is ≥ 0 as computed).
+        return exact_budget(self, state, lambda res: EXACT_CHARGES[self.charge](res).clamp_min(0))
+
+
+def _renamed_exact(name: str, charge: str):
+    """The new spec of an old ``name`` (``mi_exact``, ``influence_exact``) spelling, from its arguments."""
+
+    def new(args: dict[str, str]) -> str:
+        c = "joint" if spec_bool(name, "joint", args.get("joint", "false")) else charge
+        keys = [f"{k}={args[k]}" for k in ("gamma", "lam") if k in args] + [f"charge={c}"]
+        return "exact:" + ",".join(keys + ([f"eps={args['eps']}"] if "eps" in args else []))
+
+    return new
+
+
+rename("mi_exact", ("gamma", "lam", "eps", "joint"), _renamed_exact("mi_exact", "mi"))
+rename("influence_exact", ("gamma", "lam", "eps"), _renamed_exact("influence_exact", "influence"))
+
+
+@register("exact_steps", Tier.ORACLE)
 @dataclass(frozen=True)
 class ExactSteps(FixedBudget):
     """``mi_steps`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
@@ -278,14 +293,13 @@ class ExactSteps(FixedBudget):
     lam: float = 1.0  # λ: weight of the pairwise charge with tokens already taken this step
     charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
     eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
-    denoiser: object = resource("denoiser", needed=lambda p: p.lam != 0)  # the model to probe
+    denoiser: Denoiser | None = resource("denoiser", needed=lambda p: p.lam != 0)  # the model to probe
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.lam >= 0:
             raise UnmaskError(f"exact_steps: lam must be >= 0, got {self.lam}")
-        if self.charge not in EXACT_CHARGES:
-            raise UnmaskError(f"exact_steps: charge must be one of {', '.join(EXACT_CHARGES)}, got {self.charge!r}")
+        _check_charge(self)
 
     def select(self, state: DecodeState) -> Selection:
         h, count = entropy(state.probs), budget_count(state, self.steps)  # (B, L), (B,)
@@ -304,7 +318,7 @@ class ExactSteps(FixedBudget):
         return Selection(mi_count_greedy(h, state.masked, charge, self.lam, count), extra_passes=extra)
 
 
-@register("exact_prefix")
+@register("exact_prefix", Tier.ORACLE)
 @dataclass(frozen=True)
 class ExactPrefix:
     """``mi_prefix`` with an exact charge from probing the denoiser (:mod:`unmask.mi.exact`; probe passes
@@ -315,12 +329,11 @@ class ExactPrefix:
     lam: float = 8.0  # λ: weight of the pairwise charge with tokens already taken this step
     charge: str = "influence"  # C: "mi" (the paper's I, clamped at 0), "joint" (probe-joint MI) or "influence" (DEMASK's D)
     eps: float = 1e-3  # skip probe values with P < eps (see unmask.mi.exact)
-    denoiser: object = resource("denoiser")  # the model to probe
+    denoiser: Denoiser | None = resource("denoiser")  # the model to probe
 
     def __post_init__(self) -> None:
         _check(self)
-        if self.charge not in EXACT_CHARGES:
-            raise UnmaskError(f"exact_prefix: charge must be one of {', '.join(EXACT_CHARGES)}, got {self.charge!r}")
+        _check_charge(self)
 
     def select(self, state: DecodeState) -> Selection:
         return exact_budget(self, state, EXACT_CHARGES[self.charge], prefix=True)
@@ -331,7 +344,7 @@ def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Se
     ``charge(ExactMI)`` ``(B, L, L)`` (≥ 0) of ``policy.denoiser``'s exact probes (``policy``'s γ, λ and
     ε); every pass the probes run is returned as extra passes. A row is probed only when the scan
     needs its charge (:func:`mi_greedy`): the choice of probing every masked row, at a fraction of the
-    passes (benchmarks/oracle_probes.py)."""
+    passes (benchmarks/mi/oracle_probes.py)."""
     if policy.denoiser is None:
         raise UnmaskError(f"{policy.spec_name} needs the denoiser to probe")
     probes = RowProbes(policy.denoiser, state.tokens, eps=policy.eps)
@@ -346,15 +359,15 @@ def exact_budget(policy, state: DecodeState, charge, prefix: bool = False) -> Se
     return Selection(reveal, extra_passes=probes.result.passes)  # its own base pass included: it is a real pass
 
 
-@register("demask")
+@register("demask", Tier.STABLE)
 @dataclass(frozen=True)
-class DependencyBound:
+class Demask:
     """DEMASK's rule (arXiv 2604.02560): entropy order; take i while the taken set's total pairwise
     dependency (the MI head's Î) stays within δ."""
 
     delta: float = 0.05  # δ: bound on Σ Î_ij over the pairs revealed together, in nats
     max_entropy: float = float("inf")  # positions less certain than this wait (nats)
-    head: object = resource("mi_head")  # dependency head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
+    head: MIHead | None = resource("mi_head")  # dependency head: (hidden (B, L, D), P(X | C) (B, L, V)) → (B, L, L)
 
     def __post_init__(self) -> None:
         if not self.delta >= 0 or not self.max_entropy >= 0:

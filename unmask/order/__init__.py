@@ -1,4 +1,4 @@
-"""Learned generation orders by variational inference (seed 004): the order networks (:mod:`.net`),
+"""Learned generation orders by variational inference (Fox et al. 2026, arXiv 2602.23968): the order networks (:mod:`.net`),
 the ``learned`` policy and the training-time posterior (:mod:`.policy`), the ELBO and its gradient
 estimators (:mod:`.elbo`), and the trainer (:mod:`.train`)."""
 

@@ -1,4 +1,4 @@
-"""The ELBO of learned orders and its gradient estimators (seed 004).
+"""The ELBO of learned orders and its gradient estimators (Fox et al. 2026, arXiv 2602.23968).
 
 For a generation of at most T steps with reveal sets r_t, order policy P_ψ and posterior Q_φ:
 

@@ -1,4 +1,5 @@
-"""The order networks of learned generation orders (seed 004: variational inference over reveal sets).
+"""The order networks of learned generation orders (Fox et al. 2026, arXiv 2602.23968: variational
+inference over reveal sets).
 
 A light network scores every masked position from the frozen denoiser's hidden state and its
 confidence features; the scores become *max-normalised* reveal probabilities
@@ -116,5 +117,6 @@ def load_order_net(directory: str | os.PathLike) -> OrderNet:
     """The order policy P_ψ saved in a model directory (UnmaskError, one line, if absent or bad)."""
     meta = artifacts.read_meta(directory, artifacts.ORDER_POLICY)
     net = OrderNet(artifacts.build_config(OrderConfig, meta["config"], Path(directory) / artifacts.ORDER_POLICY.meta))
-    artifacts.load_state(net, artifacts.load_tensors(directory, artifacts.ORDER_POLICY), Path(directory) / artifacts.ORDER_POLICY.weights)
+    artifacts.load_state(net, artifacts.load_tensors(directory, artifacts.ORDER_POLICY),
+                         Path(directory) / artifacts.ORDER_POLICY.weights)
     return net.eval()

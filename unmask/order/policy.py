@@ -1,5 +1,6 @@
 """Learned orders in the one decode loop: the ``learned`` policy (P_ψ), the posterior Q_φ used in
-training rollouts, and the token rule that reveals the true tokens (seed 004).
+training rollouts, and the token rule that reveals the true tokens (learned orders by variational
+inference: Fox et al. 2026, arXiv 2602.23968).
 
 Both sample a factorised Bernoulli reveal set from max-normalised probabilities with batch-invariant
 uniforms and return its log-probability (a :class:`~unmask.decode.Selection`), so a trainer can
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from unmask.decode.policy import FixedBudget, Selection, resource
-from unmask.decode.registry import register
+from unmask.decode.registry import Tier, register
 from unmask.decode.state import DecodeState
 from unmask.errors import UnmaskError
+from unmask.order.net import OrderNet
 
 REVEAL_SALT = 0x1EA  # salt of the uniforms that sample learned reveal sets
 
@@ -35,14 +37,14 @@ def sample_reveal(p: torch.Tensor, state: DecodeState, sample: bool = True) -> t
     return chosen & state.masked
 
 
-@register("learned")
+@register("learned", Tier.STABLE)
 @dataclass(frozen=True)
-class LearnedOrder(FixedBudget):
-    """Reveal r_t ~ P_ψ(r_t | x_t), a trained order network's max-normalised scores (Bristol/Mistral, seed 004)."""
+class Learned(FixedBudget):
+    """Reveal r_t ~ P_ψ(r_t | x_t), a trained order network's max-normalised scores (Fox et al. 2026, arXiv 2602.23968)."""
 
     steps: int = 0  # T: step budget (0 = the budget the order policy was trained for)
     sample: bool = True  # sample the reveal set; false: reveal every position with p ≥ 0.5 (deterministic)
-    net: object = resource("order_policy")  # the order network P_ψ (unmask.order.net.OrderNet)
+    net: OrderNet | None = resource("order_policy")  # the order network P_ψ
 
     def __post_init__(self) -> None:
         if self.steps < 0:
@@ -64,7 +66,7 @@ class LearnedOrder(FixedBudget):
 class PosteriorOrder:
     """Q_φ(r_t | x_t, x_0) as a policy over a batch whose clean sequences are ``clean`` (training only)."""
 
-    net: object  # the posterior network (OrderConfig.posterior = True)
+    net: OrderNet  # the posterior network (OrderConfig.posterior = True)
     clean: torch.Tensor  # (B, L) x_0 of every row of the batch given to decode_steps
     budget: int  # T
 

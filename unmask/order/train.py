@@ -1,4 +1,4 @@
-"""Training learned orders: P_ψ and Q_φ by the ELBO of :mod:`unmask.order.elbo` (seed 004).
+"""Training learned orders: P_ψ and Q_φ by the ELBO of :mod:`unmask.order.elbo` (Fox et al. 2026, arXiv 2602.23968).
 
 The denoiser is frozen by default (only the two light order networks train, so 2 CPU cores do);
 ``finetune`` trains θ on the likelihood terms too. Each step rolls out K samples of Q_φ for a
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -27,7 +27,7 @@ from unmask.model import resolve_device, save_model
 from unmask.optim import warmup_cosine
 from unmask.order.elbo import order_loss, rollout
 from unmask.order.net import OrderConfig, OrderNet, save_order_net
-from unmask.order.policy import LearnedOrder
+from unmask.order.policy import Learned
 from unmask.runs import append_log, save_checkpoint, start_or_resume, truncate_log
 
 # Settings a resumed run may change: more steps (the schedule stretches), other intervals, the machine.
@@ -74,7 +74,7 @@ def train_order(
     cleans: torch.Tensor,
     cfg: OrderTrainConfig,
     out: str | os.PathLike,
-    validate: Callable[[LearnedOrder], dict] | None = None,
+    validate: Callable[[Learned], dict] | None = None,
     resume: bool = False,
     progress: bool = True,
     source: dict | None = None,
@@ -161,7 +161,7 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
               **{f"train_{k}": round(v / n, 5) for k, v in sums.items() if k != "n"}}
     if validate is not None:
         with torch.no_grad():
-            record |= {f"val_{k}": v for k, v in validate(LearnedOrder(steps=cfg.budget, net=prior)).items()}
+            record |= {f"val_{k}": v for k, v in validate(Learned(steps=cfg.budget, net=prior)).items()}
     prior.train()
     if rank != 0:
         return

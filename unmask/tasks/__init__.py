@@ -6,7 +6,7 @@ question and answer lengths) is built for the model's config.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from unmask.errors import UnmaskError
 
@@ -43,7 +43,8 @@ def _protein_lm(loaded):
 
 TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths, "proteins": _proteins,
                               "antibodies": _antibodies}  # name → factory(model config or None)
-HF_ADAPTERS: dict[str, Callable] = {"proteins": _protein_lm, "antibodies": _protein_lm}  # tasks that map a Hugging Face model onto their ids
+# tasks that map a Hugging Face model onto their ids
+HF_ADAPTERS: dict[str, Callable] = {"proteins": _protein_lm, "antibodies": _protein_lm}
 
 
 def get_task(name: str, cfg=None):

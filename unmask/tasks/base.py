@@ -15,8 +15,18 @@ from typing import Any, Protocol
 import torch
 
 from unmask.denoiser import Denoiser
+from unmask.errors import UnmaskError
 
 MODELS = Path(__file__).resolve().parent.parent / "models"  # the shipped model directories
+
+
+def shipped_model(name: str) -> Path:
+    """The folder of a model shipped inside the package (``sudoku``, ``maths``, ``maths-3step``,
+    ``protein``), for :func:`unmask.load_denoiser`."""
+    names = sorted(p.name for p in MODELS.iterdir() if (p / "config.json").is_file())
+    if name not in names:
+        raise UnmaskError(f"no shipped model {name!r}; the package ships {', '.join(names)}")
+    return MODELS / name
 
 
 @dataclass(frozen=True)

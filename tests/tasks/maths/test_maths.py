@@ -24,7 +24,8 @@ from unmask.tasks.maths.task import TOKENIZER, MathsTask, MathsTraining, default
 EQUATION = re.compile(r"(\d+)([+*-])(\d+)=(\d+)\.")
 
 
-@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=4), ArithConfig(digits=1, operations=1, mul=False)])
+@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=4),
+                                 ArithConfig(digits=1, operations=1, mul=False)])
 def test_worked_solutions_are_right(cfg):
     for p in generate(cfg, 200, seed=7):
         eqs = EQUATION.findall(p.solution)
@@ -39,7 +40,8 @@ def test_worked_solutions_are_right(cfg):
         assert str(int(EQUATION.findall(p.solution)[0][0])) in p.question
 
 
-@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=3, max_factor=12), ArithConfig(digits=1, mul=False)])
+@pytest.mark.parametrize("cfg", [ArithConfig(), ArithConfig(digits=3, operations=3, max_factor=12),
+                                 ArithConfig(digits=1, mul=False)])
 def test_zero_pad_fixes_every_digit_place(cfg):
     padded, plain = generate(cfg, 300, seed=8), generate(dataclasses.replace(cfg, zero_pad=False), 300, seed=8)
     assert [p.answer for p in padded] == [p.answer for p in plain]  # the same problems, other layout

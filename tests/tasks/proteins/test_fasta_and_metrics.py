@@ -18,7 +18,8 @@ from unmask.tasks.proteins.metrics import compare_sets, dipeptide_counts, jsd, r
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID, ProteinTask, decode_residues, encode_residues, length_prompts
 
 names = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=20).filter(lambda s: s.strip())
-records = st.lists(st.builds(Record, names.map(str.strip), st.text(AMINO_ACIDS, min_size=1, max_size=150)), min_size=1, max_size=6)
+records = st.lists(st.builds(Record, names.map(str.strip), st.text(AMINO_ACIDS, min_size=1, max_size=150)),
+                   min_size=1, max_size=6)
 
 
 @settings(max_examples=60, deadline=None)

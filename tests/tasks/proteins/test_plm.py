@@ -64,7 +64,8 @@ def test_esm2_generates_residues_only_inside_the_length(esm2_dir):
     prompts = length_prompts([5, 12, 3], 12)
     run = decode_all(den, prompts, parse_policy("topk:k=3"), TokenRule(1.0), batch_size=2, seed=3)
     assert [len(s) for s in decode_residues(run.result.tokens)] == [5, 12, 3]
-    assert ((run.result.tokens < 20) == (prompts == MASK_ID)).all() and ((run.result.tokens == EOS_ID) == (prompts == EOS_ID)).all()
+    assert (((run.result.tokens < 20) == (prompts == MASK_ID)).all()
+            and ((run.result.tokens == EOS_ID) == (prompts == EOS_ID)).all())
     assert run.result.nfe.tolist() == [2, 4, 1]
     again = decode_all(den, prompts, parse_policy("topk:k=3"), TokenRule(1.0), batch_size=3, seed=3)
     assert torch.equal(run.result.tokens, again.result.tokens)

@@ -65,8 +65,8 @@ def test_generate_refuses_in_one_line(setup, cli, extra, message):
 
 def test_train_a_few_steps_and_resume(setup, cli):
     tmp, _ = setup
-    common = ["proteins", "train", "--data", tmp / "ref.fasta", "--val", tmp / "ref.fasta", "--out", tmp / "run", "--batch-size", "4",
-              "--eval-every", "2", "--ckpt-every", "2", "--warmup", "1"]
+    common = ["proteins", "train", "--data", tmp / "ref.fasta", "--val", tmp / "ref.fasta", "--out", tmp / "run",
+              "--batch-size", "4", "--eval-every", "2", "--ckpt-every", "2", "--warmup", "1"]
     shape = ["--max-len", "40", "--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", "32"]
     assert cli([*common, *shape, "--steps", "2"])[0] == 0
     log = [json.loads(line) for line in (tmp / "run" / "log.jsonl").read_text().splitlines()]

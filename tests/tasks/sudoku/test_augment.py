@@ -7,7 +7,16 @@ import numpy as np
 import torch
 
 from tests.tasks.sudoku.puzzles import QUIZZES, SOLUTIONS
-from unmask.tasks.sudoku.data import MASK_ID, VOCAB_SIZE, augment, augment_pairs, from_tokens, givens_clash, is_valid_solution, to_tokens
+from unmask.tasks.sudoku.data import (
+    MASK_ID,
+    VOCAB_SIZE,
+    augment,
+    augment_pairs,
+    from_tokens,
+    givens_clash,
+    is_valid_solution,
+    to_tokens,
+)
 from unmask.tasks.sudoku.grid import BOX, COL, ROW, count_solutions
 
 

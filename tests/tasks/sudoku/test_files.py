@@ -123,7 +123,8 @@ def test_read_errors_name_file_and_line(tmp_path):
 
     _error(write_csv(tmp_path / "fields.csv", [header, f"{q[0]},{s[0]}", q[1]]), line=3, match="expected 2 fields, got 1")
     _error(write_csv(tmp_path / "fields2.csv", ["quizzes", q[0], f"{q[1]},{s[1]}"]), line=3, match="expected 1 fields, got 2")
-    _error(write_csv(tmp_path / "short.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{s[1]}", f"{q[2][:80]},{s[2]}"]), line=4, match="81 characters, got 80")
+    _error(write_csv(tmp_path / "short.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{s[1]}", f"{q[2][:80]},{s[2]}"]),
+           line=4, match="81 characters, got 80")
     _error(write_csv(tmp_path / "short_sol.csv", [header, f"{q[0]},{s[0][:80]}"]), line=2, match="got 80")
     _error(write_csv(tmp_path / "char.csv", [header, f"{q[0]},{s[0]}", f"{q[1][:5]}a{q[1][6:]},{s[1]}"]), line=3, match="'a'")
     _error(write_csv(tmp_path / "blank_sol.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{q[1]}"]), line=3, match="blanks")
@@ -133,13 +134,15 @@ def test_read_errors_name_file_and_line(tmp_path):
     _error(write_csv(tmp_path / "clash.csv", ["quizzes", q[0], grid_str(clash), q[2]]), line=3, match="repeat")
 
     # the solution is a valid grid but belongs to another puzzle
-    _error(write_csv(tmp_path / "disagree.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{s[1]}", f"{q[2]},{s[3]}"]), line=4, match="solution")
+    _error(write_csv(tmp_path / "disagree.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{s[1]}", f"{q[2]},{s[3]}"]),
+           line=4, match="solution")
     # the solution agrees with every given but is not a valid grid
     broken = SOLUTIONS[1].copy()
     r = next(r for r in range(9) if (QUIZZES[1][9 * r : 9 * r + 9] == 0).sum() >= 2)
     free = [9 * r + c for c in range(9) if QUIZZES[1][9 * r + c] == 0]
     broken[free[0]], broken[free[1]] = broken[free[1]], broken[free[0]]
-    _error(write_csv(tmp_path / "invalid.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{grid_str(broken)}"]), line=3, match="solution")
+    _error(write_csv(tmp_path / "invalid.csv", [header, f"{q[0]},{s[0]}", f"{q[1]},{grid_str(broken)}"]),
+           line=3, match="solution")
 
 
 def test_read_accepts_a_utf8_byte_order_mark(tmp_path):
@@ -189,7 +192,8 @@ def test_widen_command_writes_puzzles_with_several_solutions(tmp_path, cli):
         assert 3 <= count_solutions(quiz.tolist(), 10) <= 9
         assert any(((quiz == 0) | (quiz == q)).all() for q in QUIZZES[:4])
     # Bad input: one line, exit 2, nothing written; an existing file is never a default to overwrite.
-    code, _, err = cli(["sudoku", "widen", "--puzzles", str(source), "--low", "5", "--high", "2", "--out", str(tmp_path / "x.csv")])
+    code, _, err = cli(["sudoku", "widen", "--puzzles", str(source), "--low", "5", "--high", "2",
+                        "--out", str(tmp_path / "x.csv")])
     assert code == 2 and "--low" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
     code, _, err = cli(["sudoku", "widen", "--puzzles", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "y.csv")])
     assert code == 2 and len(err.strip().splitlines()) == 1

@@ -23,9 +23,9 @@ from unmask.tasks.sudoku.grid import (
     puzzle_rng,
     random_solution,
     singles_rounds,
+    solutions,
     solve,
     solve_with_singles,
-    solutions,
     widen,
 )
 
@@ -402,7 +402,7 @@ def test_solutions_lists_every_completion_once(kaggle_pairs):
 
 
 def test_widen_blanks_givens_until_the_puzzle_has_low_to_high_solutions(kaggle_pairs):
-    for k, (puzzle, solution) in enumerate(kaggle_pairs):
+    for k, (puzzle, _solution) in enumerate(kaggle_pairs):
         wide = widen(puzzle, random.Random(k), 3, 6)
         assert wide is not None and 3 <= count_solutions(wide, 100) <= 6
         assert all(w in (0, p) for w, p in zip(wide, puzzle)) and givens(wide) < givens(puzzle)

@@ -1,5 +1,5 @@
-"""The shipped Sudoku model (24 layers), its MI head (relu) and its order policy on fixed small sets: thresholds that a broken, untrained
-or mismatched checkpoint cannot pass (a random-weight model solves 0 %, a random head ranks pairs at
+"""The shipped Sudoku model (24 layers), its MI head (relu) and its order policy on fixed small sets: thresholds that a
+broken, untrained or mismatched checkpoint cannot pass (a random-weight model solves 0 %, a random head ranks pairs at
 chance), with the figures measured when they were written beside each one."""
 
 from __future__ import annotations

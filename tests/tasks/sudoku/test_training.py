@@ -9,8 +9,16 @@ import torch
 from unmask.cli import main
 from unmask.errors import UnmaskError
 from unmask.model import TransformerDenoiser, load_model, save_model
-from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, SudokuSet, from_tokens, is_valid_solution, read_puzzles,
-                                      to_tokens, write_puzzles)
+from unmask.tasks.sudoku.data import (
+    MASK_ID,
+    POSITION_FEATURES,
+    SudokuSet,
+    from_tokens,
+    is_valid_solution,
+    read_puzzles,
+    to_tokens,
+    write_puzzles,
+)
 from unmask.tasks.sudoku.generate import PRESETS
 from unmask.tasks.sudoku.grid import make_puzzle, puzzle_rng
 from unmask.tasks.sudoku.task import SudokuTraining

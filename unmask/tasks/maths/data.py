@@ -17,8 +17,8 @@ from unmask.tasks.maths.answer import extract_answer
 from unmask.tasks.maths.arith import ArithConfig, Problem, generate
 
 # Characters of reasoning-gym's worked solutions outside printable ASCII, and their ASCII forms.
-ASCII_FORMS = {"×": "*", "÷": "/", "•": "-", "−": "-", "–": "-", "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "\u00a0": " ",
-                "£": "$", "€": "$", "°": " degrees"}
+ASCII_FORMS = {"×": "*", "÷": "/", "•": "-", "−": "-", "–": "-", "—": "-", "’": "'", "‘": "'", "“": '"', "”": '"',
+               "…": "...", "\u00a0": " ", "£": "$", "€": "$", "°": " degrees"}
 SUFFIX = " Give the result as your final answer. Do not include units."
 
 
@@ -99,7 +99,8 @@ def gsm_entries(seed: int, test: bool, test_every: int = 5):
         templates = list(ds.task_indices)
         kept = [idx for idx in range(start, size) if (templates[idx] % test_every == 0) == test]
         if start == 0 and not kept:
-            raise UnmaskError(f"no gsm_symbolic template is in the {'test' if test else 'train'} split of test_every={test_every}")
+            raise UnmaskError(f"no gsm_symbolic template is in the {'test' if test else 'train'} split "
+                              f"of test_every={test_every}")
         for idx in kept:
             yield templates[idx], ds[idx]
         start, size = size, 2 * size

@@ -29,7 +29,8 @@ def gsm8k_prompt_ids(questions: list[str], tokenizer, chat: bool = True) -> list
     for q in questions:
         content = GSM8K_INSTRUCTION + q
         if templated:  # the template already holds the special tokens
-            text = tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True)
+            text = tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                 add_generation_prompt=True)
         else:
             text = f"Question: {content}\nAnswer:"
         ids.append(list(tokenizer(text, add_special_tokens=not templated)["input_ids"]))

@@ -51,7 +51,7 @@ class MathsTask:
     default_model = DEFAULT_MODEL
 
     @classmethod
-    def for_model(cls, cfg: ModelConfig) -> "MathsTask":
+    def for_model(cls, cfg: ModelConfig) -> MathsTask:
         """The layout a maths model of config ``cfg`` was trained on."""
         return cls(*shape(cfg))
 

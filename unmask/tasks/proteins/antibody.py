@@ -27,8 +27,16 @@ from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
 from unmask.tasks.base import Board
 from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, read_fasta
-from unmask.tasks.proteins.task import (EOS_ID, MASK_ID, VOCAB_SIZE, check_protein_model, decode_residues, encode_residues,
-                                        parse_residue, refuse_long)
+from unmask.tasks.proteins.task import (
+    EOS_ID,
+    MASK_ID,
+    VOCAB_SIZE,
+    check_protein_model,
+    decode_residues,
+    encode_residues,
+    parse_residue,
+    refuse_long,
+)
 
 NAME = "antibodies"
 CDR_NAMES = ("H1", "H2", "H3")
@@ -102,7 +110,7 @@ class AntibodyTask:
             raise UnmaskError(f"CDRs must be among {', '.join(CDR_NAMES)}, got {', '.join(self.cdrs) or 'none'}")
 
     @classmethod
-    def for_model(cls, cfg) -> "AntibodyTask":
+    def for_model(cls, cfg) -> AntibodyTask:
         return cls(cfg.seq_len)
 
     def read(self, path) -> list[Antibody]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from unmask.adapters import Loaded
 from unmask.adapters.mapped import HFForward, MappedConfig, MappedMLM, VocabMap
-
-ESMC_CAPACITY = 2046  # ESM-C has rotary positions and no fixed length; its training crops were 2,048 tokens
 from unmask.errors import UnmaskError
 from unmask.tasks.proteins.fasta import AMINO_ACIDS
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID
+
+ESMC_CAPACITY = 2046  # ESM-C has rotary positions and no fixed length; its training crops were 2,048 tokens
 
 
 def _special(tokenizer, *names: str) -> int | None:

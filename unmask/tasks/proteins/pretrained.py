@@ -18,9 +18,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -63,7 +63,8 @@ def _antiberty(root: Path):
     missing, unexpected = model.load_state_dict(keep, strict=False)
     missing = [k for k in missing if not k.endswith("position_ids")]
     if missing or unexpected:
-        raise UnmaskError(f"AntiBERTy checkpoint does not fit BertForMaskedLM: missing {missing[:3]}, unexpected {unexpected[:3]}")
+        raise UnmaskError(f"AntiBERTy checkpoint does not fit BertForMaskedLM: missing {missing[:3]}, "
+                          f"unexpected {unexpected[:3]}")
     specials = dict(bos_token="[CLS]", eos_token="[SEP]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
                     mask_token="[MASK]", unk_token="[UNK]")
     return model.eval(), symbols, specials

@@ -103,7 +103,7 @@ class ProteinTask:
     default_model = DEFAULT_MODEL
 
     @classmethod
-    def for_model(cls, cfg: ModelConfig) -> "ProteinTask":
+    def for_model(cls, cfg: ModelConfig) -> ProteinTask:
         return cls(cfg.seq_len)
 
     def read(self, path) -> list[Record]:

@@ -108,7 +108,8 @@ def cluster(records: list[Record], min_seq_id: float, coverage: float, work: Pat
     require_tools("mmseqs")
     write_fasta(work / "all.fasta", records)
     _run(["mmseqs", "easy-cluster", str(work / "all.fasta"), str(work / "clu"), str(work / "tmp"),
-          "--min-seq-id", str(min_seq_id), "-c", str(coverage), "--cov-mode", "0", "--threads", str(os.cpu_count() or 1), "-v", "1"])
+          "--min-seq-id", str(min_seq_id), "-c", str(coverage), "--cov-mode", "0", "--threads", str(os.cpu_count() or 1),
+          "-v", "1"])
     by_name = {r.name: r for r in records}
     groups: dict[str, list[Record]] = {}
     for line in (work / "clu_cluster.tsv").read_text().splitlines():
@@ -125,8 +126,9 @@ def hits(query: list[Record], target: list[Record], min_seq_id: float, coverage:
     require_tools("mmseqs")
     write_fasta(work / "query.fasta", query)
     write_fasta(work / "target.fasta", target)
-    _run(["mmseqs", "easy-search", str(work / "query.fasta"), str(work / "target.fasta"), str(work / "hits.m8"), str(work / "tmp"),
-          "--min-seq-id", str(min_seq_id), "-c", str(coverage), "--threads", str(os.cpu_count() or 1), "-v", "1"])
+    _run(["mmseqs", "easy-search", str(work / "query.fasta"), str(work / "target.fasta"), str(work / "hits.m8"),
+          str(work / "tmp"), "--min-seq-id", str(min_seq_id), "-c", str(coverage), "--threads", str(os.cpu_count() or 1),
+          "-v", "1"])
     best: dict[str, float] = {}
     for line in (work / "hits.m8").read_text().splitlines():
         q, _, ident = line.split("\t")[:3]

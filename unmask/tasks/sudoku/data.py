@@ -38,7 +38,7 @@ class SudokuSet:
     def __len__(self) -> int:
         return len(self.quizzes)
 
-    def __getitem__(self, rows: slice) -> "SudokuSet":
+    def __getitem__(self, rows: slice) -> SudokuSet:
         """The puzzles (and solutions) of ``rows``, e.g. ``data[:100]``."""
         return SudokuSet(self.quizzes[rows], None if self.solutions is None else self.solutions[rows])
 

@@ -93,7 +93,8 @@ class WidenedSet:
         broke the puzzle) gets the conditionals of the solutions nearest to it, so the decode can finish.
         Its cost grows with the solutions of all the puzzles: decode a large set a slice at a time."""
         seqs = torch.cat([to_tokens(s) for s in self.solutions])  # (S, 81)
-        weights = torch.cat([torch.full((len(s),), 1 / (len(self.solutions) * len(s)), dtype=torch.float64) for s in self.solutions])
+        weights = torch.cat([torch.full((len(s),), 1 / (len(self.solutions) * len(s)), dtype=torch.float64)
+                             for s in self.solutions])
         oracle = SupportDenoiser(seqs, weights, VOCAB_SIZE, nearest=True)
         mine = oracle.mass(to_tokens(self.puzzles.quizzes), nearest=False) > 0  # (N, S) the support each puzzle's clues keep
         if (mine.sum(1) != torch.tensor([len(s) for s in self.solutions])).any():
