@@ -68,3 +68,61 @@ def test_a_hugging_face_masked_lm_from_a_local_folder():
     r = _run("examples/huggingface.py")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "forward passes: [" in r.stdout
+
+
+def _docs_blocks() -> dict[tuple[str, int], str]:
+    """Every ```python block of the docs (but the ones included from examples/), by (page, index on the page)."""
+    blocks = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        found = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        for k, code in enumerate(found):
+            if not code.startswith("--8<--"):
+                blocks[(page.relative_to(ROOT / "docs").as_posix(), k)] = code
+    return blocks
+
+
+# Blocks that show a shape rather than a program (a protocol's members, a class's outline) or read a file the
+# user makes (data/sudoku/test-kaggle.csv); every other block of the docs must run.
+ILLUSTRATIONS = {("concepts.md", 0), ("concepts.md", 1), ("how-to/your-model.md", 1)}
+
+# What the one-line blocks of the policy pages take as given (each page says so), and what the decoding
+# snippet of "your own model" takes: the example model, its sequences, the positions to fill.
+PRELUDE = '''
+import torch
+import unmask
+from unmask.decode import SemiAR
+from unmask.tasks.sudoku import SudokuTask, generate
+
+loaded = unmask.load_denoiser(unmask.shipped_model("sudoku"))
+prompt_len = 0
+puzzle = SudokuTask().encode(generate("kaggle", 1, seed=0))
+'''
+AFTER_POLICY = '''
+if not isinstance(policy, SemiAR):  # (the semi-AR wrapper has no spec of its own)
+    assert unmask.policy_spec(unmask.parse_policy(unmask.policy_spec(policy))) == unmask.policy_spec(policy)
+tokens = torch.full_like(puzzle, loaded.denoiser.mask_id) if isinstance(policy, SemiAR) else puzzle  # (blocks: all masked)
+if not unmask.policy_spec(policy).startswith("exact"):  # (an oracle's probes are slow on the 24-layer model)
+    assert unmask.decode(loaded.denoiser, tokens, policy).nfe.item() >= 1
+'''
+
+
+def test_every_python_block_of_the_docs_runs():
+    # Bug caught: a docs page showing a spec, a flag or a call the library no longer takes (the policy pages'
+    # one-liners, the decoding snippet of "your own model", the custom policy of the policies overview).
+    blocks = _docs_blocks()
+    assert ILLUSTRATIONS <= set(blocks), "an illustration listed here is gone from the docs: update ILLUSTRATIONS"
+    one_liners = {key: code for key, code in blocks.items() if key[0].startswith("policies/") and "policy = " in code
+                  and "class " not in code}
+    assert len(one_liners) >= 10
+    own = (EXAMPLES / "own_model.py").read_text(encoding="utf-8").split("# --8<-- [end:own-model]")[0]
+    script = PRELUDE + "".join(code + AFTER_POLICY for code in one_liners.values())
+    script += own + ("my_sequences = torch.randint(10, (3, 16))\nto_fill = torch.rand(3, 16) < 0.5\n"
+                     + blocks[("how-to/your-model.md", 2)] + "assert (result.tokens != model.mask_id).all()\n")
+    r = _run("-c", script)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rest = [code for key, code in blocks.items() if key not in one_liners and key not in ILLUSTRATIONS
+            and key != ("how-to/your-model.md", 2)]
+    assert rest, "the custom policy of the policies overview is no longer checked"
+    for code in rest:  # whole programs, each in a process of its own (a custom policy registers a name)
+        r = _run("-c", code)
+        assert r.returncode == 0, r.stderr[-3000:]

@@ -1,7 +1,7 @@
 """Keep a trained order policy without its base model's copy: ``order_policy.*`` of a run's export,
 with the run's recorded inputs (the base model's hash), for ``learned_order.py --learned NAME=DIR``.
 
-    python benchmarks/order/keep_order_policy.py runs/order-maths3-tau0.3-c2 benchmarks/models/orders/maths-3step-c2
+    python benchmarks/order/keep_order_policy.py runs/order-maths3-tau0.3-c2 benchmarks/models/orders/maths-3step-tau0.3-c2
 
 Exports made before order policies recorded their inputs get them from the run's checkpoint; for a
 run without any record, ``--base-model DIR`` names the model it was trained on (its weights are

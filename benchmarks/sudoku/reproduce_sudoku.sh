@@ -11,7 +11,7 @@
 #   - everything a step builds or trains goes to folders named after the model's hash, and the
 #     data builds and training runs inside a step resume what is there.
 # Step 2 is the recipe of the 24-layer model shipped now (a 6-layer run, 12 layers stacked from it, 24 from those):
-# shipping another model replaces it. The 12-layer model's tables (benchmarks/results/mi/12layer/, benchmarks/results/order/sudoku/
+# shipping another model replaces it. The 12-layer model's tables (benchmarks/results/mi/12layer/, benchmarks/results/order/sudoku-12layer/
 # and benchmarks/results/sudoku/history/) are history this script no longer makes: the README gives the
 # command beside each of them, to be run with --model benchmarks/models/sudoku-12layer.
 #
@@ -109,8 +109,8 @@ mdm() {
       --out benchmarks/results/sudoku/sudoku_learning_curve
 }
 
-# 3. Baseline policies on both test sets (41.8 min on 2 cores; the README keeps this table beside the
-#    12-layer model's history, in benchmarks/results), then the entropy budget and top-k at few passes
+# 3. Baseline policies on both test sets (41.8 min on 2 cores; docs/results/sudoku.md shows this table, the
+#    earlier models' in benchmarks/results/sudoku/history), then the entropy budget and top-k at few passes
 #    (10.2 min).
 baselines() {
   run python benchmarks/sudoku/sudoku_policies.py --model "$MODEL" --out "$TOP"

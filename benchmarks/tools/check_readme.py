@@ -437,7 +437,10 @@ def pages() -> list[Path]:
 def requires_markers(path: Path) -> bool:
     """Must every table of numbers on this page name its results file? The README's results part and the
     docs' results and reproduce pages: yes; other pages (a policy's defaults, say) show no measurements."""
-    parts = path.resolve().parts
+    try:
+        parts = path.resolve().relative_to(ROOT).parts
+    except ValueError:  # a page outside the repository: held to the README's rule
+        parts = ()
     return path.name == "README.md" or "results" in parts or "reproduce" in parts
 
 

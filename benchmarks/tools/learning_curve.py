@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", type=Path, nargs="+", help="run directory with log.jsonl, or a log file itself; "
                    "several: each continued the one before")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/learning_curve"), help="path prefix of .md/.png")
+    p.add_argument("--out", type=Path, required=True,
+                   help="path prefix of .md/.png, e.g. benchmarks/results/sudoku/sudoku_learning_curve")
     args = p.parse_args(argv)
     rows = chained(args.runs)
     metrics = [k for k in rows[0] if k.endswith("_acc")]

@@ -315,3 +315,19 @@ def test_a_policy_name_cannot_be_taken_twice():
                 return state.masked
 
     assert POLICIES["topk"] is before
+
+
+def test_the_package_unmask_decode_calls_as_the_loop(oracle, masked_batch):
+    # Bugs caught: unmask.decode (the subpackage, which the package exports as the loop) not callable, calling
+    # something else than the loop, or unpicklable (a worker process given it as a callable).
+    import pickle
+    import sys
+
+    import unmask
+    import unmask.decode.loop as loop
+
+    assert unmask.decode is sys.modules["unmask.decode"]
+    policy, tokens = parse_policy("topk:k=2"), masked_batch(4, oracle.seq_len, oracle.vocab_size)
+    a, b = unmask.decode(oracle, tokens, policy), loop.decode(oracle, tokens, policy)
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.nfe, b.nfe) and torch.equal(a.reveal_step, b.reveal_step)
+    assert pickle.loads(pickle.dumps(unmask.decode)) is unmask.decode

@@ -2,6 +2,7 @@
 frozen dataclass per policy. This package knows nothing of MI, learned orders or tasks; the MI
 policies live in :mod:`unmask.mi.policies`, and :mod:`unmask.policies` gathers every family."""
 
+import importlib
 import inspect
 import sys
 import types
@@ -29,6 +30,9 @@ class _Loop(types.ModuleType):
 
     def __call__(self, *args, **kwargs) -> DecodeResult:
         return decode(*args, **kwargs)
+
+    def __reduce__(self):  # pickled (e.g. handed to a worker process) as the module it is, by name
+        return importlib.import_module, (self.__name__,)
 
 
 sys.modules[__name__].__class__ = _Loop

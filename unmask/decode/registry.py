@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 import typing
 import warnings
 from collections.abc import Callable
@@ -93,7 +94,11 @@ def _convert(cls: type, key: str, text: str):
 
 
 def parse_policy(spec: str):
-    """Build a policy from ``name`` or ``name:key=value,...`` (e.g. ``topk:k=7``, ``eb:gamma=0.6``)."""
+    """Build a policy from ``name`` or ``name:key=value,...`` (e.g. ``topk:k=7``, ``eb:gamma=0.6``).
+
+    This is the registry of the families imported so far (``unmask.decode`` registers the baselines);
+    :func:`unmask.parse_policy` (:mod:`unmask.policies`) imports every family first.
+    """
     cls, kwargs = _parse(spec)
     return cls(**kwargs)
 
@@ -126,7 +131,9 @@ def _parse(spec: str, note: bool = True) -> tuple[type, dict]:
             warnings.warn(f"policy spec {spec.strip()!r} is now {new!r}", SpecRenamed, stacklevel=3)
         return _parse(new, note)
     if name not in POLICIES:
-        raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}")
+        # this registry holds the families imported so far; unmask.parse_policy and build_policy import them all
+        hint = "" if "unmask.policies" in sys.modules else " (of the families imported; unmask.parse_policy knows them all)"
+        raise UnmaskError(f"unknown policy {name!r}; choose one of {', '.join(sorted(POLICIES))}{hint}")
     cls = POLICIES[name]
     return cls, {key: _convert(cls, key, text) for key, text in _arguments(name, args, spec_fields(cls)).items()}
 
