@@ -12,8 +12,8 @@ import typing
 
 from unmask.errors import UnmaskError
 
-
-INT_LIMIT = 2**31  # integers a flag accepts lie in (-INT_LIMIT, INT_LIMIT): counts, seeds and sizes beyond overflow torch's int64 arithmetic
+# integers a flag accepts lie in (-INT_LIMIT, INT_LIMIT): counts, seeds and sizes beyond overflow torch's int64 arithmetic
+INT_LIMIT = 2**31
 
 
 def integer(text: str) -> int:
@@ -90,18 +90,22 @@ def from_args(cls: type, args: argparse.Namespace, base=None):
 def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, policy: str = "sequential",
                   outputs: bool = True) -> None:
     """The flags of every command that decodes with a model (``outputs``: also ``--out JSONL``)."""
-    p.add_argument("--model", default=str(default_model), help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
+    p.add_argument("--model", default=str(default_model),
+                   help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
     p.add_argument("--policy", default=policy, metavar="SPEC", help="decoding policy (listed below)")
-    p.add_argument("--budget", type=positive_int, help="passes per sequence for a fixed-budget policy (random, top_prob, margin)")
+    p.add_argument("--budget", type=positive_int,
+                   help="passes per sequence for a fixed-budget policy (those with steps= below: random, top_prob, margin, ...)")
     p.add_argument("--steps", dest="old_budget", type=positive_int, help=argparse.SUPPRESS)  # old spelling of --budget
     p.add_argument("--temperature", type=float, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
-    p.add_argument("--batch-size", type=positive_int, help=f"sequences per forward pass (default: {batch_size}; 8 for hf: models)")
+    p.add_argument("--batch-size", type=positive_int,
+                   help=f"sequences per forward pass (default: {batch_size}; 8 for hf: models)")
     p.set_defaults(default_batch_size=batch_size)
     p.add_argument("--seed", type=integer, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     if outputs:
-        p.add_argument("--out", metavar="JSONL", help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
+        p.add_argument("--out", metavar="JSONL",
+                       help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
     hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
     hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
@@ -114,6 +118,25 @@ def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: s
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run")
     p.add_argument("--policies", nargs="+", metavar="SPEC", help=f"policy specs (default: {policies_default})")
     p.set_defaults(trust_remote_code=False, shift_logits=False, dtype="float32")  # unmask models only
+
+
+DEMO_COLUMNS = ["set", "policy", "mean_nfe", "accuracy %", "seconds", "examples_per_s"]
+
+
+def print_demo_table(rows: list[dict], started: float) -> None:
+    """A demo's table (one row per set and policy: forward passes, accuracy, decoding seconds) on
+    stdout, then the demo's wall time since ``started`` (a ``time.perf_counter()``) on stderr."""
+    import time
+
+    import torch
+
+    from unmask.eval import markdown_table
+
+    for r in rows:
+        r["accuracy %"] = 100 * r["accuracy"]
+    print(markdown_table(rows, DEMO_COLUMNS))
+    print(f"total {time.perf_counter() - started:.0f} s wall on {torch.get_num_threads()} threads "
+          "(--n widens the sets; the time grows with it)", file=sys.stderr)
 
 
 def renamed_flag(args: argparse.Namespace, old: str, new: str, where: str) -> None:
@@ -155,7 +178,8 @@ def load_demo_model(args: argparse.Namespace, task: str):
     from unmask.adapters import is_pretrained
 
     if is_pretrained(args.model):
-        raise UnmaskError(f"the demo runs an unmask model directory; for {args.model} use `unmask {task} eval --model {args.model}`")
+        raise UnmaskError(f"the demo runs an unmask model directory; for {args.model} use "
+                          f"`unmask {task} eval --model {args.model}`")
     return load_for_eval(args, task)
 
 

@@ -9,16 +9,39 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from unmask.commands.common import (HelpFormatter, add_dataclass_args, add_demo_args, add_eval_args, add_init_arg, check_policy,
-                                    deprecated, from_args, integer, json_record, load_demo_model, load_for_eval, policy_epilog,
-                                    policy_from_args, positive_int, renamed_flag, train_inputs, write_outputs)
+from unmask.commands.common import (
+    HelpFormatter,
+    add_dataclass_args,
+    add_demo_args,
+    add_eval_args,
+    add_init_arg,
+    check_policy,
+    deprecated,
+    from_args,
+    integer,
+    json_record,
+    load_demo_model,
+    load_for_eval,
+    policy_epilog,
+    policy_from_args,
+    positive_int,
+    print_demo_table,
+    renamed_flag,
+    train_inputs,
+    write_outputs,
+)
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 from unmask.tasks.maths.task import DEFAULT_MODEL
 
 PROMPT_LEN, ANSWER_LEN = 144, 48  # default layout of a fresh `maths train` run
-MODEL_FLAGS = ["prompt_len", "answer_len", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "rope"]  # shape flags of `maths train`
+# the model shape `maths train` takes from flags
+MODEL_FLAGS = ["prompt_len", "answer_len", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "rope"]
+DEMO_N = 40  # fresh problems in `maths demo`: every default policy in about DEMO_SECONDS
+DEMO_SECONDS = 60  # wall time of `unmask maths demo` on 2 CPU cores (shipped maths model; measured 2026-12)
+DEMO_POLICIES = [f"{name}:steps={t}" for t in (4, 10) for name in ("random", "top_prob", "margin")] + [
+    "sequential", "threshold:tau=0.9", "eb:gamma=0.1", "mi:gamma=0.1"]  # fixed budgets at 4 and 10 passes; adaptive ones
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -145,26 +168,25 @@ def _hf_eval_alias(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from unmask.eval import compare, markdown_table
+    import time
+
+    from unmask.eval import compare
     from unmask.policies import build_policy
     from unmask.tasks.maths.arith import ArithConfig, generate
     from unmask.tasks.maths.data import STANDARD_SETS
     from unmask.tasks.maths.task import MathsTask
 
+    started = time.perf_counter()
+    seeds = {seed for _, seed in STANDARD_SETS.values()}
+    if args.seed in seeds:
+        raise UnmaskError(f"--seed {args.seed} draws a standard split; choose another for fresh problems")
     loaded = load_demo_model(args, "maths")
     model = loaded.denoiser
     task = MathsTask.for_model(model.cfg)
     print(f"model: {args.model} ({model.num_parameters() / 1e6:.2f}M parameters)", file=sys.stderr)
-    seeds = {seed for _, seed in STANDARD_SETS.values()}
-    if args.seed in seeds:
-        raise UnmaskError(f"--seed {args.seed} draws a standard split; choose another for fresh problems")
     problems = generate(ArithConfig(operations=args.operations), args.n, args.seed)
-    specs = args.policies or [f"{name}:steps={t}" for t in (4, 10) for name in ("random", "top_prob", "margin")] + [
-        "sequential", "threshold:tau=0.9", "eb:gamma=0.1", "mi:gamma=0.1"]
-    rows = compare(task, model, {f"fresh ({args.n})": problems}, [build_policy(s, model, loaded.directory) for s in specs], batch_size=128)
-    for r in rows:
-        r["accuracy %"] = 100 * r["accuracy"]
-    print(markdown_table(rows, ["set", "policy", "mean_nfe", "accuracy %", "examples_per_s"]))
+    policies = [build_policy(s, model, loaded.directory) for s in args.policies or DEMO_POLICIES]
+    print_demo_table(compare(task, model, {f"fresh ({args.n})": problems}, policies, batch_size=128), started)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -188,14 +210,17 @@ def add_parser(sub) -> None:
 
     maths = sub.add_parser("maths", help="maths word problems: generate sets, train, evaluate decoding policies, demo")
     ms = maths.add_subparsers(dest="action", required=True, metavar="{generate,train,train-order,eval,demo}")
-    g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')", formatter_class=HelpFormatter)
-    g.add_argument("--kind", choices=["arith", "gsm"], default="arith", help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
+    g = ms.add_parser("generate", help="write GSM8K-style JSONL problems (question, answer ending '#### n')",
+                      formatter_class=HelpFormatter)
+    g.add_argument("--kind", choices=["arith", "gsm"], default="arith",
+                   help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
     g.add_argument("--n", type=positive_int, help="problems (default 1000)")
     g.add_argument("--seed", type=integer, help="default 0")
     g.add_argument("--split", choices=["train", "test"], help="gsm: templates of the train or the test split (default test)")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
-    g.add_argument("--exclude", action="append", metavar="JSONL", help="drop questions that appear in this file (repeatable), e.g. a test split")
+    g.add_argument("--exclude", action="append", metavar="JSONL",
+                   help="drop questions that appear in this file (repeatable), e.g. a test split")
     add_dataclass_args(g, ArithConfig)
     g.add_argument("--steps", dest="old_operations", type=integer, help=argparse.SUPPRESS)  # old name of --operations
     g.set_defaults(run=_generate)
@@ -213,12 +238,17 @@ def add_parser(sub) -> None:
     _add_eval_flags(h)
     h.set_defaults(run=_hf_eval_alias, policy="top_prob")
 
-    dm = ms.add_parser("demo", help="fresh problems, fixed budgets and adaptive policies, one table", formatter_class=HelpFormatter,
-                       epilog=policy_epilog())
-    dm.add_argument("--n", type=positive_int, default=100, help="fresh problems")
+    dm = ms.add_parser("demo", help=f"fresh problems, fixed budgets and adaptive policies, one table (about {DEMO_SECONDS} s on "
+                       "2 CPU cores)", formatter_class=HelpFormatter, epilog=policy_epilog(),
+                       description=f"Answer {DEMO_N} fresh arithmetic problems with every default policy: about "
+                       f"{DEMO_SECONDS} seconds\n"
+                       "on 2 CPU cores with the shipped model. --n widens the set (the time grows about in proportion\n"
+                       "to --n).")
+    dm.add_argument("--n", type=positive_int, default=DEMO_N, help=f"fresh problems; the default takes about {DEMO_SECONDS} s "
+                    "on 2 CPU cores, more widens the table's sample")
     dm.add_argument("--seed", type=integer, default=2026, help="seed of the fresh problems (not a standard split's)")
     dm.add_argument("--operations", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
-    add_demo_args(dm, DEFAULT_MODEL, "IID, Top-Prob, Margin at 4 and 10 passes; adaptive ones")
+    add_demo_args(dm, DEFAULT_MODEL, " ".join(DEMO_POLICIES))
     dm.set_defaults(run=_demo)
 
 

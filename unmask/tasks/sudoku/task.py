@@ -15,8 +15,21 @@ from unmask.errors import UnmaskError
 from unmask.eval import evaluate
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.tasks.base import MODELS, Board
-from unmask.tasks.sudoku.data import (MASK_ID, POSITION_FEATURES, VOCAB_SIZE, SudokuSet, augment, augment_pairs, format_grid,
-                                      from_tokens, givens_clash, parse_grid, read_puzzles, score, to_tokens)
+from unmask.tasks.sudoku.data import (
+    MASK_ID,
+    POSITION_FEATURES,
+    VOCAB_SIZE,
+    SudokuSet,
+    augment,
+    augment_pairs,
+    format_grid,
+    from_tokens,
+    givens_clash,
+    parse_grid,
+    read_puzzles,
+    score,
+    to_tokens,
+)
 from unmask.tasks.sudoku.grid import PEERS
 
 NAME = "sudoku"
