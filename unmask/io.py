@@ -58,9 +58,18 @@ def check_output_file(path: str | os.PathLike) -> Path:
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` on a temporary file beside ``path``, then rename it over ``path``.
 
-    Parent folders are made; a folder at ``path`` or a place that cannot be written is an
-    :class:`UnmaskError`."""
+    Only a regular file is ever replaced by the rename. A link is followed: a link to a regular file
+    has that file replaced (the link stays); anything else that exists — a device such as
+    ``/dev/null``, a pipe, ``/dev/stdout`` — is written in place, never replaced (renaming onto
+    ``/dev/null`` as root turns the device into a file). Parent folders are made; a folder at
+    ``path`` or a place that cannot be written is an :class:`UnmaskError`."""
     path = check_output_file(path)
+    if os.path.lexists(path):
+        target = Path(os.path.realpath(path))
+        if not target.is_file():
+            _write_in_place(path, write)
+            return
+        path = target
     make_dir(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -79,3 +88,19 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_in_place(path: Path, write: Callable[[str], None]) -> None:
+    """``write`` into a temporary file of the system's temp folder, then its bytes into ``path``, an
+    existing path that is not a regular file (a device, a pipe): opened and written, never renamed over."""
+    fd, tmp = tempfile.mkstemp(prefix="unmask-", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as src, open(path, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    except OSError as e:
+        raise UnmaskError(f"{path}: cannot write it ({e.strerror or e})") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
