@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from unmask.errors import UnmaskError
@@ -42,11 +42,15 @@ def make_dir(path: str | os.PathLike) -> Path:
     return path
 
 
-def check_output_file(path: str | os.PathLike) -> Path:
-    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+def check_output_file(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
+    """Refuse, before any work, an output file path that is a folder, lies under a file, or is one of the
+    command's ``inputs`` (through ``.``, ``..`` or a link alike): writing it would destroy what is read."""
     path = Path(path)
     if path.is_dir():
         raise UnmaskError(f"{path}: is a folder; give a file name")
+    for given in inputs:
+        if given and os.path.exists(path) and os.path.exists(given) and os.path.samefile(path, given):
+            raise UnmaskError(f"{path}: is also an input of this command ({given}); give another output")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():

@@ -150,6 +150,19 @@ def renamed_flag(args: argparse.Namespace, old: str, new: str, where: str) -> No
     setattr(args, new, getattr(args, old))
 
 
+INPUT_FLAGS = ("puzzles", "problems", "examples", "reference", "antibodies", "exclude", "data", "val")  # files a command reads
+
+
+def input_paths(args: argparse.Namespace) -> list[str]:
+    """The files a command was given to read (the values of its :data:`INPUT_FLAGS`), for refusing an
+    output that would overwrite one of them."""
+    paths = []
+    for flag in INPUT_FLAGS:
+        value = getattr(args, flag, None)
+        paths += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v]
+    return paths
+
+
 def settle_eval_args(args: argparse.Namespace) -> None:
     """Resolve what depends on other flags (the old ``--steps``, the batch size of hf: models) and
     refuse an ``--out`` that cannot be written, before any work."""
@@ -158,7 +171,7 @@ def settle_eval_args(args: argparse.Namespace) -> None:
 
     renamed_flag(args, "old_budget", "budget", "--steps on eval")
     if getattr(args, "out", None):
-        check_output_file(args.out)
+        check_output_file(args.out, input_paths(args))
     if args.batch_size is None:
         args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
 

@@ -18,6 +18,7 @@ from unmask.commands.common import (
     check_policy,
     deprecated,
     from_args,
+    input_paths,
     integer,
     json_record,
     load_demo_model,
@@ -55,7 +56,7 @@ def _generate(args: argparse.Namespace) -> None:
     if not args.standard and not args.out:
         raise UnmaskError("--out FILE is required" + ("" if args.kind == "gsm" else " unless --standard is given"))
     if args.out and not args.standard:
-        check_output_file(args.out)  # before the generation
+        check_output_file(args.out, input_paths(args))  # before the generation
     seen = {p.question for path in args.exclude or [] for p in read_problems(path)}
     n, seed = args.n or 1000, args.seed or 0  # the flags default to None so that a given one can be told apart
     if not args.standard:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, integer, positive_int
+from unmask.commands.common import HelpFormatter, add_dataclass_args, from_args, input_paths, integer, positive_int
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file
 
@@ -88,7 +88,7 @@ def _map(args: argparse.Namespace) -> None:
 
     if not 0 <= args.eps < 1:  # also refuses NaN
         raise UnmaskError(f"--eps must be in [0, 1), got {args.eps}")
-    out = check_output_file(args.out)
+    out = check_output_file(args.out, input_paths(args))
     task, model, directory = _task_and_model(args, hf=True)
     examples = task.read(args.examples)
     tokens = task.encode(examples)  # (N, L)

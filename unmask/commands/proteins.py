@@ -15,6 +15,7 @@ from unmask.commands.common import (
     add_init_arg,
     check_policy,
     from_args,
+    input_paths,
     load_for_eval,
     policy_epilog,
     policy_from_args,
@@ -88,6 +89,7 @@ def _generate(args: argparse.Namespace) -> None:
 
     rule = TokenRule(args.temperature)
     check_policy(args)
+    check_output_file(args.out, input_paths(args))  # before the model loads
     loaded = load_for_eval(args, "proteins")
     denoiser = task_denoiser("proteins", loaded)
     task = ProteinTask.for_model(denoiser.cfg)
@@ -161,7 +163,7 @@ def _infill(args: argparse.Namespace) -> None:
                           "(`unmask proteins import antiberty`)")
     check_policy(args)
     if args.out:
-        check_output_file(args.out)
+        check_output_file(args.out, input_paths(args))
     loaded = load_for_eval(args, "antibodies")
     writer = task_denoiser("antibodies", loaded)
     judges = {}

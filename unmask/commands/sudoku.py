@@ -15,6 +15,7 @@ from unmask.commands.common import (
     add_init_arg,
     check_policy,
     from_args,
+    input_paths,
     integer,
     json_record,
     load_demo_model,
@@ -58,7 +59,7 @@ def _widen(args: argparse.Namespace) -> None:
 
     if not 2 <= args.low <= args.high:
         raise UnmaskError(f"need 2 <= --low <= --high solutions, got {args.low} and {args.high}")
-    check_output_file(args.out)
+    check_output_file(args.out, input_paths(args))
     data = SudokuTask().read(args.puzzles)
     wide = widened_set(data[: args.n], args.low, args.high, args.seed)
     write_puzzles(args.out, wide.puzzles)
