@@ -52,8 +52,9 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
     Args:
         denoiser: the model the policy will decode with (probed by the oracles, e.g. ``exact``).
         model_dir: where that model was loaded from (MI heads and order policies are saved there).
-        budget: passes for a fixed-budget policy (``random``, ``top_prob``, ``margin``); refused for
-            others, and for a spec that names its own ``steps`` (two budgets would be ambiguous).
+        budget: passes for a fixed-budget policy (a :class:`~unmask.decode.FixedBudget`: ``random``,
+            ``top_prob``, ``margin``, ``learned``, ``mi_steps``, ``exact_steps``); refused for others, and
+            for a spec that names its own ``steps`` (two budgets would be ambiguous).
         resolve: attach the resources (False: only check the spec and the budget, e.g. before a load).
     """
     policy = parse_policy(spec)

@@ -437,11 +437,8 @@ def pages() -> list[Path]:
 def requires_markers(path: Path) -> bool:
     """Must every table of numbers on this page name its results file? The README's results part and the
     docs' results and reproduce pages: yes; other pages (a policy's defaults, say) show no measurements."""
-    try:
-        parts = path.resolve().relative_to(ROOT).parts
-    except ValueError:  # a page outside the repository: held to the README's rule
-        parts = ()
-    return path.name == "README.md" or "results" in parts or "reproduce" in parts
+    parts = Path(shown(path)).parts  # (inside the repository; a page outside it has none of these folders)
+    return path.name == "README.md" or ("docs" in parts and ("results" in parts or "reproduce" in parts))
 
 
 def main() -> None:

@@ -233,7 +233,7 @@ class MIPrefix:
 
 EXACT_CHARGES = {  # name → the symmetric pairwise charge (B, L, L) of an ExactMI result
     "mi": lambda res: res.symmetric.clamp_min(0),  # the paper's I (a model's conditionals can make it < 0)
-    "joint": lambda res: res.symmetric_joint,  # the MI of each row's probe joint (a true MI, ≥ 0)
+    "joint": lambda res: res.symmetric_joint.clamp_min(0),  # the probe joint's MI (a true MI; rounding can dip below 0)
     "influence": lambda res: res.symmetric_influence,  # DEMASK's total-variation influence D, in [0, 1]
 }
 
@@ -262,9 +262,7 @@ class Exact:
         _check_charge(self)
 
     def select(self, state: DecodeState) -> Selection:
-        # A model's conditionals can give a negative I, rounding a joint MI a hair below 0: a negative
-        # charge would refill the budget, so both are clamped (an influence is ≥ 0 as computed).
-        return exact_budget(self, state, lambda res: EXACT_CHARGES[self.charge](res).clamp_min(0))
+        return exact_budget(self, state, EXACT_CHARGES[self.charge])  # every charge is ≥ 0: none refills the budget
 
 
 def _renamed_exact(name: str, charge: str):
