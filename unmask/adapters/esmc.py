@@ -1,96 +1,114 @@
-"""EvolutionaryScale's ESM-C (ESM Team, 2024) from a local weights file, behind the Denoiser interface.
+"""EvolutionaryScale's ESM-C (ESM Team, 2024, "ESM Cambrian") from its own weights file, as transformers' ``EsmcForMaskedLM``.
 
-``--model esmc:FILE`` loads ``FILE`` (e.g. ``esmc_300m_2024_12_v0.pth``, a plain state dict) into the
-``esm`` package's ``ESMC``; the shape (width, layers; 64-dimensional heads) is read from the tensors,
-so any size loads. ``esm`` pins an old transformers and pulls a CUDA torch, so install it with
-``pip install --no-deps esm`` plus its real needs (``pip install 'unmask[esmc]'`` lists them).
-Nothing is downloaded: the user brings the weights file.
+transformers (5.16 and later) ships ESM-C natively, so a transformers-format ESM-C folder loads with
+``--model hf:DIR`` like ESM-2 (:mod:`unmask.adapters.hf`). EvolutionaryScale's released file
+(``esmc_300m_2024_12_v0.pth``, a plain state dict of their ``esm`` package's ``ESMC``) is in another key
+layout, which transformers does not read: ``--model esmc:FILE`` renames its tensors here, in memory, and
+splits the two packed projections (q/k/v and the SwiGLU gate/up), so neither the ``esm`` package nor a
+conversion step on disk is needed. The shape (width, layers, FFN width; 64-wide heads) is read from the
+tensors, so any size loads. Nothing is downloaded: the user brings the weights file.
 
-:class:`ESMCDenoiser` runs the model over its own 64-token vocabulary; the protein task maps it
-onto the 20 residues (:func:`unmask.tasks.proteins.plm.adapt`) through :class:`ESMCForward`.
+The model keeps its own 64-token vocabulary; the protein task maps it onto the 20 residues
+(:func:`unmask.tasks.proteins.plm.adapt`) exactly as for an ``hf:`` model.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 import torch
 
-from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
 
 HEAD_DIM = 64  # ESM-C's attention heads are 64 wide (300M: 960 / 15, 600M: 1152 / 18)
 
+# EvolutionaryScale's key → transformers' EsmcForMaskedLM key; {i} is a block index. The packed tensors
+# (SPLIT) become several; every other tensor is only renamed.
+RENAME = {
+    "embed.weight": "esmc.embed_tokens.weight",
+    "transformer.norm.weight": "esmc.norm.weight",
+    "transformer.blocks.{i}.attn.layernorm_qkv.0.weight": "esmc.layers.{i}.input_layernorm.weight",
+    "transformer.blocks.{i}.attn.layernorm_qkv.0.bias": "esmc.layers.{i}.input_layernorm.bias",
+    "transformer.blocks.{i}.attn.q_ln.weight": "esmc.layers.{i}.self_attn.q_norm.weight",
+    "transformer.blocks.{i}.attn.k_ln.weight": "esmc.layers.{i}.self_attn.k_norm.weight",
+    "transformer.blocks.{i}.attn.out_proj.weight": "esmc.layers.{i}.self_attn.o_proj.weight",
+    "transformer.blocks.{i}.ffn.0.weight": "esmc.layers.{i}.post_attention_layernorm.weight",
+    "transformer.blocks.{i}.ffn.0.bias": "esmc.layers.{i}.post_attention_layernorm.bias",
+    "transformer.blocks.{i}.ffn.3.weight": "esmc.layers.{i}.mlp.down_proj.weight",
+    "sequence_head.0.weight": "lm_head.dense.weight",  # Linear → GELU → LayerNorm → Linear
+    "sequence_head.0.bias": "lm_head.dense.bias",
+    "sequence_head.2.weight": "lm_head.layer_norm.weight",
+    "sequence_head.2.bias": "lm_head.layer_norm.bias",
+    "sequence_head.3.weight": "lm_head.decoder.weight",
+    "sequence_head.3.bias": "lm_head.decoder.bias",
+}
+SPLIT = {  # packed along the output dimension, in this order (q, k, v = chunk(3); SwiGLU's silu(x1) * x2 = gate, up)
+    "transformer.blocks.{i}.attn.layernorm_qkv.1.weight": ("esmc.layers.{i}.self_attn.q_proj.weight",
+                                                           "esmc.layers.{i}.self_attn.k_proj.weight",
+                                                           "esmc.layers.{i}.self_attn.v_proj.weight"),
+    "transformer.blocks.{i}.ffn.1.weight": ("esmc.layers.{i}.mlp.gate_proj.weight", "esmc.layers.{i}.mlp.up_proj.weight"),
+}
+_BLOCK = re.compile(r"transformer\.blocks\.(\d+)\.")
 
-def _esm():
+
+def _transformers():
     try:
-        from esm.models.esmc import ESMC
-        from esm.tokenization import get_esmc_model_tokenizers
+        from transformers import EsmcConfig, EsmcForMaskedLM, EsmcTokenizer
     except ImportError as e:
-        raise UnmaskError(f"ESM-C needs the esm package ({e}): pip install --no-deps esm, "
-                          "then pip install 'unmask[esmc]'") from None
-    return ESMC, get_esmc_model_tokenizers
+        raise UnmaskError(f"ESM-C needs transformers>=5.16 ({e}): pip install 'unmask[plm]'") from None
+    return EsmcConfig, EsmcForMaskedLM, EsmcTokenizer
 
 
 def esmc_shape(state: dict[str, torch.Tensor]) -> dict[str, int]:
-    """``d_model``, ``n_heads``, ``n_layers`` of an ESM-C state dict."""
+    """The ``EsmcConfig`` sizes of an EvolutionaryScale ESM-C state dict: width, heads, layers, FFN width."""
     if "embed.weight" not in state:
         raise UnmaskError("not an ESM-C state dict (no embed.weight)")
-    d_model = int(state["embed.weight"].shape[1])
-    layers = {int(m.group(1)) for k in state if (m := re.match(r"transformer\.blocks\.(\d+)\.", k))}
-    if not layers or d_model % HEAD_DIM:
+    vocab, d_model = state["embed.weight"].shape  # (64, D)
+    layers = {int(m.group(1)) for k in state if (m := _BLOCK.match(k))}
+    ffn = state.get("transformer.blocks.0.ffn.1.weight")  # (2 F, D): gate and up, packed
+    if not layers or d_model % HEAD_DIM or ffn is None or layers != set(range(len(layers))):
         raise UnmaskError(f"not an ESM-C state dict ({len(layers)} blocks, width {d_model})")
-    return {"d_model": d_model, "n_heads": d_model // HEAD_DIM, "n_layers": len(layers)}
+    return {"vocab_size": int(vocab), "hidden_size": int(d_model), "num_attention_heads": int(d_model) // HEAD_DIM,
+            "num_hidden_layers": len(layers), "intermediate_size": int(ffn.shape[0]) // 2}
 
 
-def build_esmc(d_model: int, n_heads: int, n_layers: int):
-    """A randomly initialised ESM-C of this shape (tests; the real weights are loaded into it)."""
-    ESMC, tokenizers = _esm()
-    return ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=tokenizers(), use_flash_attn=False)
+def convert_esmc_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """EvolutionaryScale's ESM-C keys → transformers' ``EsmcForMaskedLM`` keys, packed projections split.
+
+    A key that is neither renamed nor split is an error: a file from another model must not half-load.
+    """
+    out: dict[str, torch.Tensor] = {}
+    for key, tensor in state.items():
+        m = _BLOCK.match(key)
+        pattern = key.replace(m.group(0), "transformer.blocks.{i}.", 1) if m else key
+        i = m.group(1) if m else ""
+        if pattern in RENAME:
+            out[RENAME[pattern].format(i=i)] = tensor
+        elif pattern in SPLIT:
+            names = SPLIT[pattern]
+            for name, part in zip(names, tensor.chunk(len(names), dim=0), strict=True):
+                out[name.format(i=i)] = part.clone()  # (out / k, in)
+        else:
+            raise UnmaskError(f"not an ESM-C state dict (unexpected tensor {key})")
+    return out
 
 
-def load_esmc(path: str | os.PathLike, device: str | torch.device = "cpu"):
-    """``(ESMC model in eval mode, its sequence tokenizer)`` from a weights file."""
+def load_esmc(path: str | os.PathLike, device: str | torch.device = "cpu", dtype: torch.dtype | None = None):
+    """``(EsmcForMaskedLM in eval mode, EsmcTokenizer)`` from EvolutionaryScale's weights file."""
+    EsmcConfig, EsmcForMaskedLM, EsmcTokenizer = _transformers()
     if not os.path.isfile(path):
         raise UnmaskError(f"{path}: no ESM-C weights file (unmask never downloads weights)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise UnmaskError(f"{path}: not a torch state dict ({str(e).strip().splitlines()[0][:120]})") from None
-    model = build_esmc(**esmc_shape(state))
+    if not isinstance(state, dict):
+        raise UnmaskError(f"{path}: not a torch state dict (a {type(state).__name__})")
+    config = EsmcConfig(**esmc_shape(state), architectures=["EsmcForMaskedLM"])  # 2,048 rotary positions, as trained
+    model = EsmcForMaskedLM(config)
     try:
-        model.load_state_dict(state)
+        model.load_state_dict(convert_esmc_state(state), strict=True)
     except RuntimeError as e:
         raise UnmaskError(f"{path}: does not fit ESM-C ({str(e).strip().splitlines()[0][:120]})") from None
-    return model.to(device).eval(), model.tokenizer
-
-
-@dataclass(frozen=True)
-class ESMCForward:
-    """ESM-C's forward pass: sequence logits and the final embeddings; pads excluded through ``sequence_id``."""
-
-    module: torch.nn.Module  # the ESMC model
-
-    def __call__(self, ids: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.module(sequence_tokens=ids, sequence_id=attention)
-        return out.sequence_logits, out.embeddings
-
-
-class ESMCDenoiser:
-    """ESM-C over its own vocabulary (BOS / EOS are the caller's); :func:`unmask.tasks.proteins.plm.adapt`
-    puts it behind the protein task's ids."""
-
-    def __init__(self, model, tokenizer, device: str | torch.device = "cpu") -> None:
-        self.model = model
-        self.tokenizer = tokenizer
-        self.vocab_size = int(model.embed.num_embeddings)  # 64 (tokens and padding slots)
-        self.mask_id = int(tokenizer.mask_token_id)
-        self.device = torch.device(device)
-
-    @torch.no_grad()
-    def __call__(self, tokens: torch.Tensor) -> DenoiserOutput:
-        tokens = tokens.to(self.device)
-        logits, hidden = ESMCForward(self.model)(tokens, tokens != self.tokenizer.pad_token_id)
-        return DenoiserOutput(logits.float(), hidden.float())  # (B, L, 64), (B, L, D)
+    return model.to(device=device, dtype=dtype).eval(), EsmcTokenizer()

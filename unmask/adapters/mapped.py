@@ -56,7 +56,7 @@ class MappedConfig:
 
     seq_len: int  # the longest task sequence it takes (model positions minus BOS / EOS)
     source: str  # where the weights came from (a directory), for reports
-    family: str  # "hf" or "esmc": which forward pass runs it
+    family: str  # "hf" or "esmc" (EvolutionaryScale's file): where the model came from
 
 
 class MappedMLM:
@@ -131,7 +131,8 @@ class MappedMLM:
 
 @dataclass(frozen=True)
 class HFForward:
-    """The forward pass of a Hugging Face masked LM (``BertForMaskedLM``, ``RobertaForMaskedLM``, ``EsmForMaskedLM``)."""
+    """The forward pass of a Hugging Face masked LM (``BertForMaskedLM``, ``RobertaForMaskedLM``, ``EsmForMaskedLM``,
+    ``EsmcForMaskedLM``): logits and the last hidden states (after the final norm)."""
 
     module: torch.nn.Module  # the model, in eval mode
 

@@ -1,6 +1,7 @@
 """Pretrained protein language models (ESM-2, AntiBERTy, Sapiens, ESM-C) as protein-task denoisers.
 
-A model loaded with ``--model hf:DIR`` (or ``esmc:FILE``) keeps its own vocabulary; :func:`adapt`
+A model loaded with ``--model hf:DIR`` (an ``EsmForMaskedLM``, ``EsmcForMaskedLM``, BERT or RoBERTa folder) or
+``esmc:FILE`` (EvolutionaryScale's ESM-C file, read into ``EsmcForMaskedLM``) keeps its own vocabulary; :func:`adapt`
 wraps it in :class:`~unmask.adapters.mapped.MappedMLM` so it reads and writes the protein task's
 ids (residues 0–19, EOS and MASK input-only) and predicts only the 20 standard residues. The
 residues' model ids come from the model's tokenizer (one letter per residue).
@@ -13,8 +14,6 @@ from unmask.adapters.mapped import HFForward, MappedConfig, MappedMLM, VocabMap
 from unmask.errors import UnmaskError
 from unmask.tasks.proteins.fasta import AMINO_ACIDS
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID
-
-ESMC_CAPACITY = 2046  # ESM-C has rotary positions and no fixed length; its training crops were 2,048 tokens
 
 
 def _special(tokenizer, *names: str) -> int | None:
@@ -43,7 +42,8 @@ def protein_vocab(tokenizer) -> VocabMap:
 
 def capacity(config) -> int:
     """Residues a Hugging Face protein model takes: its positions less BOS / EOS (and the padding offset of
-    RoBERTa's and absolute-position ESM's learned positions)."""
+    RoBERTa's and absolute-position ESM's learned positions). ESM-C's ``max_position_embeddings`` (2,048) is
+    its rotary training length, not a table: 2,046 residues."""
     if getattr(config, "position_embedding_type", "absolute") == "rotary":  # ESM-2: no learned positions
         return int(getattr(config, "max_position_embeddings", 1026)) - 2
     positions = int(getattr(config, "max_position_embeddings", 1026))
@@ -53,12 +53,6 @@ def capacity(config) -> int:
 
 def adapt(loaded: Loaded) -> MappedMLM:
     """The pretrained model of ``loaded`` (hf: or esmc:) as a protein denoiser over the 20 residues."""
-    model = loaded.denoiser.model.eval()
-    vocab = protein_vocab(loaded.tokenizer)
-    if loaded.kind == "esmc":
-        from unmask.adapters.esmc import ESMCForward
-
-        forward, seq_len = ESMCForward(model), ESMC_CAPACITY
-    else:
-        forward, seq_len = HFForward(model), capacity(model.config)
-    return MappedMLM(forward, vocab, MappedConfig(seq_len, str(loaded.directory), loaded.kind), loaded.denoiser.device)
+    model = loaded.denoiser.model.eval()  # a transformers masked LM, esmc: files included
+    cfg = MappedConfig(capacity(model.config), str(loaded.directory), loaded.kind)
+    return MappedMLM(HFForward(model), protein_vocab(loaded.tokenizer), cfg, loaded.denoiser.device)
