@@ -70,15 +70,15 @@ BAD = [
     (["--policy", "topk:q=1"], "bad argument 'q=1'"),
     (["--policy", "eb:gamma=-1"], "gamma must be >= 0"),
     (["--policy", "sequential:metric=vibes"], "unknown confidence metric"),
-    (["--temperature", "-1"], "temperature must be >= 0"),
+    (["--temperature", "-1"], "must be a finite number >= 0, got -1"),
 ]
 
 
 @pytest.mark.parametrize("extra,message", BAD)
-def test_bad_specs_exit_2_with_one_line(files, capsys, extra, message):
+def test_bad_specs_exit_2_with_one_line(files, cli, extra, message):
     model_dir, puzzles = files
-    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), *extra]) == 2
-    err = capsys.readouterr().err
+    code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), *extra])
+    assert code == 2
     assert message in err and err.count("\n") == 1 and err.startswith("unmask: error:")
 
 

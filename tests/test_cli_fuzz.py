@@ -2,7 +2,8 @@
 bytes, truncated and mutated valid files, random specs and numbers end in exit code 0 or 2 with at
 most one line on stderr (progress bars and old-spelling notes aside), never an exception (in-process,
 an escaping exception is what a user sees as a traceback), and never change a file other than the
-named output.
+named output. The library's ``decode`` gets the same treatment against malformed denoisers: each
+either decodes as it should or raises one UnmaskError.
 
 The commands run in-process on small random models, so the whole file stays well under a minute.
 """
@@ -12,11 +13,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from unmask.cli import main
@@ -70,7 +75,7 @@ def make_sudoku_model_module():
     return make
 
 
-def run(argv: list, root: Path, output: Path | None = None) -> None:
+def run(argv: list, root: Path, output: Path | None = None) -> int:
     """Run ``unmask argv``; check the exit code, stderr and that nothing but ``output`` changed."""
     before = digest(root)
     err = io.StringIO()
@@ -87,6 +92,7 @@ def run(argv: list, root: Path, output: Path | None = None) -> None:
     skip = "" if output is None else str(output.relative_to(root))
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k) and not k.startswith(skip or "\0")}
     assert not changed, (argv, changed)
+    return code
 
 
 def mutated(valid: bytes) -> st.SearchStrategy[bytes]:
@@ -233,6 +239,176 @@ def test_broken_model_files(world, data, which):
     original = (model / which).read_bytes()
     (model / which).write_bytes(data.draw(mutated(original[:400] if which == "model.safetensors" else original)))
     run(["sudoku", "eval", "--puzzles", world / "puzzles.csv", "--model", model, "--json"], world, output=world / "inputs")
+
+
+# --- outputs: special files, links, an output that is an input --------------------------------------
+
+OUTPUT_COMMANDS = {  # each writes --out; the value names the flag of the file it reads (None: reads none)
+    "sudoku eval": (["sudoku", "eval", "--policy", "topk:k=20", "--json"], "--puzzles"),
+    "sudoku generate": (["sudoku", "generate", "--n", "2"], None),
+    "maths generate": (["maths", "generate", "--n", "2"], "--exclude"),
+}
+SPECIAL = ["device", "fifo", "link to device", "link to fifo"]  # must stay what they are, written in place or refused
+REFUSED = ["input", "link to input", "input through ..", "link to folder", "trailing slash", "empty"]  # exit 2, one line
+CAN_MKNOD = os.geteuid() == 0  # a character device is made as root only (never the real /dev/null: one made in a temp folder)
+OUTPUT_KINDS = SPECIAL + REFUSED + ["link to file", "dangling link"]
+
+
+def special_output(folder: Path, kind: str, source: Path) -> Path:
+    """The ``--out`` path of ``kind`` in ``folder``: ``source`` is the command's input file (a copy)."""
+    if kind == "device":
+        os.mknod(folder / "dev", stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a null device of our own
+        return folder / "dev"
+    if kind == "fifo":
+        os.mkfifo(folder / "fifo")
+        return folder / "fifo"
+    if kind.startswith("link to ") and kind != "link to input":
+        name = kind.removeprefix("link to ")
+        target = {"file": folder / "file", "folder": folder}.get(name) or special_output(folder, name, source)
+        if name == "file":
+            target.write_bytes(b"old")
+        (folder / "link").symlink_to(target)
+        return folder / "link"
+    if kind == "dangling link":
+        (folder / "link").symlink_to(folder / "nowhere")
+        return folder / "link"
+    if kind == "link to input":
+        (folder / "link").symlink_to(source)
+        return folder / "link"
+    return {"input": source, "input through ..": folder / ".." / folder.name / source.name,
+            "trailing slash": folder / "new", "empty": Path("")}[kind]  # (given as "new/" and "": Path drops both)
+
+
+def every_kind(test):
+    """``test`` run on every output kind once (the commands in turn), before the drawn examples."""
+    commands = sorted(OUTPUT_COMMANDS)
+    for k, kind in enumerate(OUTPUT_KINDS):
+        test = example(command=commands[k % len(commands)], kind=kind)(test)
+    return test
+
+
+@settings(FUZZ, max_examples=2)  # (about 0.4 s a run: every kind once, then a few drawn pairs)
+@given(command=st.sampled_from(sorted(OUTPUT_COMMANDS)), kind=st.sampled_from(OUTPUT_KINDS))
+@every_kind
+def test_outputs_never_replace_special_files_or_inputs(world, command, kind):
+    # Bugs caught: --out onto a device (or a link to one) replacing it with a regular file (as root, /dev/null
+    # broke the machine), a fifo or a link replaced; an output that is the command's input (directly, through
+    # a link or ..) overwritten with exit 0; `--out dir/` writing a file `dir`. Each ends in exit 0 with the
+    # special file still what it was, or exit 2 with one line, never a traceback.
+    if "device" in kind and not CAN_MKNOD:
+        return
+    argv, reads = OUTPUT_COMMANDS[command]
+    if kind in ("input", "link to input", "input through ..") and reads is None:
+        kind = "trailing slash"  # (nothing read: nothing to overwrite)
+    (world / "inputs").mkdir(exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=world / "inputs"))
+    source = folder / "input"
+    source.write_bytes((world / ("puzzles.csv" if reads == "--puzzles" else "problems.jsonl")).read_bytes())
+    out = special_output(folder, kind, source)
+    argv = argv + ([reads, source] if reads else []) + (["--model", world / "sudoku-model"] if "eval" in command else [])
+    reader = os.open(out, os.O_RDWR | os.O_NONBLOCK) if "fifo" in kind else None  # a pipe's write blocks without a reader
+    try:
+        given = {"empty": "", "trailing slash": f"{out}/"}.get(kind, str(out))
+        code = run(argv + ["--out", given], world,
+                   output=None if kind in REFUSED else folder)
+    finally:
+        if reader is not None:
+            os.close(reader)
+    if kind in REFUSED:
+        assert code == 2, (command, kind)
+    if kind in SPECIAL:
+        assert stat.S_ISCHR(os.stat(out).st_mode) if "device" in kind else stat.S_ISFIFO(os.stat(out).st_mode), kind
+    if kind.startswith("link") or kind == "dangling link":
+        assert out.is_symlink(), kind  # the link stays a link (what it points to is written, or nothing)
+    if kind == "trailing slash":
+        assert not (folder / "new").exists()
+    shutil.rmtree(folder)
+
+
+# --- the library: decode against malformed denoisers ------------------------------------------------
+
+DECODE_SPECS = ["sequential", "topk:k=3", "random:steps=2", "top_prob:steps=2", "margin:steps=3", "eb:gamma=0.5",
+                "threshold:tau=0.9"]
+REFUSED_OUTPUTS = {"extra_col", "missing_col", "drop_row", "drop_pos", "int_logits", "hidden_rank", "hidden_rows", "single"}
+
+
+class BentDenoiser:
+    """A small denoiser (a fixed table plus the context's mean token embedding) with its output bent by ``fault``."""
+
+    def __init__(self, v: int, n: int, mask_inside: bool, seed: int, fault: str, p: int, j: int, ruled: torch.Tensor) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.vocab_size, self.mask_id, self.device = v, v - 1 if mask_inside else v, torch.device("cpu")
+        self.table = 3 * torch.randn(n, v, generator=g)  # (L, V)
+        self.embed = torch.randn(v + 1, v, generator=g)  # (V + 1, V): an id outside [0, V] raises IndexError here
+        self.fault, self.p, self.j, self.ruled = fault, p, j, ruled
+
+    def __call__(self, tokens: torch.Tensor):
+        logits = self.table + self.embed[tokens].mean(1, keepdim=True)  # (B, L, V)
+        hidden = torch.nn.functional.one_hot(tokens, self.vocab_size + 1).float()  # (B, L, V + 1)
+        f, p, j = self.fault, self.p, self.j
+        if f in ("nan", "posinf", "neginf_pos"):
+            value = {"nan": float("nan"), "posinf": float("inf"), "neginf_pos": float("-inf")}[f]
+            logits[:, p, j if f != "neginf_pos" else slice(None)] = value
+        elif f == "neginf_entries":
+            logits = logits.masked_fill(self.ruled, float("-inf"))
+        bent = {"extra_col": lambda: (torch.cat([logits, logits[..., :1]], -1), hidden),
+                "missing_col": lambda: (logits[..., 1:], hidden), "drop_row": lambda: (logits[1:], hidden[1:]),
+                "drop_pos": lambda: (logits[:, 1:], hidden), "int_logits": lambda: (logits.long(), hidden),
+                "hidden_rank": lambda: (logits, hidden[..., 0]), "hidden_rows": lambda: (logits, hidden[1:]),
+                "single": lambda: logits}
+        return bent[f]() if f in bent else (logits, hidden)
+
+
+@pytest.mark.parametrize("fault", ["none", "nan", "posinf", "neginf_pos", "neginf_entries", *sorted(REFUSED_OUTPUTS)])
+@settings(FUZZ, max_examples=15)
+@given(data=st.data(), v=st.integers(2, 5), n=st.integers(1, 6), b=st.integers(1, 4), mask_inside=st.booleans(),
+       bad_input=st.sampled_from([None] * 9 + ["ids above", "ids negative", "ids float", "ids 1d", "seeds short",
+                                               "seeds long", "seeds float"]),
+       seeds=st.sampled_from([None, "ok"]),
+       spec=st.sampled_from(DECODE_SPECS), temperature=st.sampled_from([0.0, 1.0]))
+def test_decode_refuses_malformed_denoisers_or_decodes_right(data, v, n, b, mask_inside, fault, bad_input, seeds, spec,
+                                                             temperature):
+    # Each draw either raises UnmaskError or decodes as the well-formed denoiser would (or, with ruled-out
+    # tokens, never chooses one): never another exception, never silent garbage.
+    from unmask.decode import TokenRule, decode, parse_policy
+    from unmask.errors import UnmaskError
+
+    mask_id = v - 1 if mask_inside else v
+    values = [x for x in range(v) if x != mask_id] + [mask_id] * 2  # about 1 position in 2 masked
+    tokens = torch.tensor(data.draw(st.lists(st.sampled_from(values), min_size=b * n, max_size=b * n))).reshape(b, n)
+    p, j = data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, v - 1))
+    ruled = torch.tensor(data.draw(st.lists(st.booleans(), min_size=n * v, max_size=n * v))).reshape(n, v)
+    masked = tokens == mask_id  # (B, L)
+    dead = (ruled | (torch.arange(v) == mask_id)).all(1)  # (L,) positions left without a possible token
+    runs = bool(masked.any())  # a forward pass happens at all
+    refuse = runs and (fault in REFUSED_OUTPUTS or (fault in ("nan", "posinf") and j != mask_id)
+                       or (fault == "neginf_pos" and bool(masked[:, p].any()))
+                       or (fault == "neginf_entries" and bool((masked & dead).any())))
+    given = {"ids above": lambda: tokens.index_put((torch.tensor(0), torch.tensor(p)), torch.tensor(v + 1 + j)),
+             "ids negative": lambda: tokens.index_put((torch.tensor(0), torch.tensor(p)), torch.tensor(-1 - j)),
+             "ids float": lambda: tokens.float(), "ids 1d": lambda: tokens.flatten()}.get(bad_input, lambda: tokens)()
+    seeds = {"seeds short": "short", "seeds long": "long", "seeds float": "float"}.get(bad_input, seeds)
+    seed_tensor = {None: None, "ok": torch.arange(b) + 7, "short": torch.arange(b - 1), "long": torch.arange(b + 1),
+                   "float": torch.arange(b).float()}[seeds]
+    refuse |= bad_input is not None  # an id past the model's inputs, ids of another rank or type, seeds not (B,) ints
+    denoiser = BentDenoiser(v, n, mask_inside, 0, fault, p, j, ruled)
+    policy, rule = parse_policy(spec), TokenRule(temperature)
+    try:
+        out = decode(denoiser, given, policy, rule, seed_tensor)
+    except UnmaskError as e:
+        assert refuse, (fault, bad_input, str(e))
+        assert "\n" not in str(e)
+        return
+    assert not refuse, (fault, bad_input, "decoded without a word")
+    assert torch.equal(out.tokens[~masked], tokens[~masked])
+    assert ((out.tokens >= 0) & (out.tokens < v) & (out.tokens != mask_id))[masked].all()
+    assert torch.equal(out.nfe == 0, ~masked.any(1)) and (out.nfe <= masked.sum(1)).all()
+    if fault == "neginf_entries":
+        pos = torch.arange(n).expand(b, n)
+        assert not ruled[pos[masked], out.tokens[masked]].any()  # a ruled-out token is never chosen
+    elif fault != "neginf_pos":  # the poison was never seen (no pass, or the mask column): the clean decode
+        clean = decode(BentDenoiser(v, n, mask_inside, 0, "none", p, j, ruled), tokens, policy, rule, seed_tensor)
+        assert torch.equal(out.tokens, clean.tokens) and torch.equal(out.nfe, clean.nfe)
 
 
 def test_the_shipped_models_are_untouched_by_the_fuzzing(world):

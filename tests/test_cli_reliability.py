@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_checks import refused
 from unmask.cli import main
 from unmask.tasks.sudoku.data import read_puzzles
 from unmask.tasks.sudoku.task import DEFAULT_MODEL as SHIPPED_SUDOKU
@@ -22,18 +23,6 @@ TINY_SHAPE = ["--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--d-ff", 
 @pytest.fixture
 def files(sudoku_files):
     return sudoku_files
-
-
-def refused(capsys, argv: list[str], message: str) -> None:
-    """``argv`` exits with 2 and exactly one stderr line (besides progress bars and notes), containing ``message``."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:  # argparse's own errors
-        code = e.code
-    err = capsys.readouterr().err
-    assert code == 2, err
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("unmask: note:") and "%|" not in line]
-    assert len(lines) == 1 and lines[0].startswith("unmask: error:") and message in lines[0], err
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
@@ -98,7 +87,8 @@ def test_folder_outputs_given_a_file(files, tmp_path, capsys):
     model_dir, puzzles = files
     file = tmp_path / "file"
     file.write_text("keep me")
-    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", file, "--steps", "1"], "exists and is not a folder")
+    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", file, "--steps", "1", "--warmup", "0"],
+            "exists and is not a folder")
     refused(capsys, ["mi", "data", "--puzzles", puzzles, "--model", model_dir, "--out", file, "--states", "2"],
             "exists and is not a folder")
     assert file.read_text() == "keep me"
@@ -143,7 +133,8 @@ def test_eval_writes_the_decoded_examples(files, tmp_path, capsys):
 def test_dropout_out_of_range(files, tmp_path, capsys, dropout):
     # Failure: torch's ValueError traceback at the first forward pass.
     _, puzzles = files
-    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", tmp_path / "r", "--steps", "1", "--dropout", dropout],
+    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", tmp_path / "r", "--steps", "1", "--warmup", "0",
+                     "--dropout", dropout],
             "dropout must be in [0, 1)")
 
 
@@ -189,12 +180,13 @@ def test_mi_train_default_never_writes_the_shipped_model(files, tmp_path, capsys
     assert main(["mi", "train", "--model", str(model_dir), "--data", str(data), "--steps", "2", "--batch-size", "2"]) == 0
     capsys.readouterr()
     run = tmp_path / "runs" / "mi-head-sudoku"
-    assert {"mi_head.safetensors", "mi_head.json", "model.safetensors", "config.json"} <= set(tree_digest(run))
+    assert set(tree_digest(run)) == {"mi_head.safetensors", "mi_head.json"}  # the head alone, no copy of the model
     assert tree_digest(model_dir) == given and tree_digest(SHIPPED_SUDOKU) == shipped
     meta = json.loads((run / "mi_head.json").read_text())  # paths inside the working directory recorded relative to it
     assert (meta["base_model"], meta["data"]) == (str(model_dir.relative_to(tmp_path)), ["mi-data"])
-    # the default output is usable as it is: --model RUN --policy mi finds the head beside the model
-    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(run), "--policy", "mi:lam=1", "--json"]) == 0
+    # the default output is usable as it is: --head RUN with the model it was trained for
+    assert main(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), "--head", str(run),
+                 "--policy", "mi:lam=1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 6
 
 
@@ -220,4 +212,5 @@ def test_resume_from_a_broken_checkpoint(files, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "checkpoint.pt").write_bytes(b"garbage")
-    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", run, "--steps", "2", "--resume"], "unreadable checkpoint")
+    refused(capsys, ["sudoku", "train", "--data", puzzles, "--out", run, "--steps", "2", "--warmup", "0", "--resume"],
+            "unreadable checkpoint")

@@ -20,7 +20,7 @@ MAX_LINES = 400
 
 # Layers, low to high. A module may import its own layer or lower ones; the most specific prefix wins.
 LAYERS: list[set[str]] = [
-    {"errors", "io", "denoiser", "artifacts", "dist", "optim", "oracle", "runs"},
+    {"errors", "checks", "io", "denoiser", "artifacts", "dist", "optim", "oracle", "runs"},
     {"model", "decode", "decode.*"},
     {"adapters", "adapters.*"},
     {"mi", "mi.*", "order", "order.*"},

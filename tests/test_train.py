@@ -114,10 +114,10 @@ def test_resume_may_move_to_another_device_and_batch(tmp_path):
 
 def test_device_errors_are_one_line(tmp_path):
     with pytest.raises(UnmaskError, match="unknown device 'gpu0'"):
-        train(ConstantTask(), TrainConfig(steps=1, device="gpu0"), tmp_path / "g", progress=False)
+        train(ConstantTask(), TrainConfig(steps=1, warmup=0, device="gpu0"), tmp_path / "g", progress=False)
     if not torch.cuda.is_available():
         with pytest.raises(UnmaskError, match="no CUDA device"):
-            train(ConstantTask(), TrainConfig(steps=1, device="cuda"), tmp_path / "c", progress=False)
+            train(ConstantTask(), TrainConfig(steps=1, warmup=0, device="cuda"), tmp_path / "c", progress=False)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -9,6 +9,7 @@ models act on relative offsets ("the digit three places before '='").
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from unmask import artifacts
+from unmask import artifacts, checks
 from unmask.denoiser import DenoiserOutput
 from unmask.errors import UnmaskError
 
@@ -42,8 +43,8 @@ class ModelConfig:
     task: str = ""  # name of the task the model was trained for (informative, checked by CLIs)
 
     def __post_init__(self) -> None:
-        if min(self.vocab_size, self.seq_len, self.d_model, self.n_layers, self.n_heads, self.d_ff) < 1:
-            raise UnmaskError("vocab_size, seq_len, d_model, n_layers, n_heads and d_ff must be >= 1")
+        for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads", "d_ff"):
+            checks.integer(name, getattr(self, name), 1)
         if not 0.0 <= self.dropout < 1.0:  # also refuses NaN
             raise UnmaskError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0 <= self.prompt_len < self.seq_len:
@@ -173,19 +174,31 @@ class TransformerDenoiser(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device called ``name`` ("cpu", "cuda", "cuda:1"); UnmaskError if unknown or absent here.
+def resolve_device(name: str | torch.device) -> torch.device:
+    """The torch device called ``name``: "cpu", "cuda" or "cuda:N".
 
-    Under ``torchrun`` a bare "cuda" means this process's GPU, ``cuda:$LOCAL_RANK``, so N processes
-    on one machine use N GPUs rather than all sharing the first.
+    Anything else (mps, xla, meta, ...) and a CUDA device this machine lacks are refused in one line
+    naming the value (UnmaskError), before a trainer makes its run directory or a model loads. Under
+    ``torchrun`` a bare "cuda" means this process's GPU, ``cuda:$LOCAL_RANK``, so N processes on one
+    machine use N GPUs rather than all sharing the first.
     """
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UnmaskError(f"unknown device {name!r} (try cpu or cuda)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
+    name = str(name)
+    known = re.fullmatch(r"cpu|cuda(?::(\d+))?", name)
+    if known is None:
+        try:
+            torch.device(name)
+        except RuntimeError:
+            raise UnmaskError(f"unknown device {name!r}: unmask runs on cpu, cuda or cuda:N") from None
+        raise UnmaskError(f"device {name!r} is not supported: unmask runs on cpu, cuda or cuda:N")
+    if name == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
         raise UnmaskError(f"device {name!r}: no CUDA device is available here")
-    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+    count = torch.cuda.device_count()
+    if known.group(1) is not None and int(known.group(1)) >= count:
+        raise UnmaskError(f"device {name!r}: this machine has {count} CUDA device{'s' * (count != 1)} (cuda:0..cuda:{count - 1})")
+    device = torch.device(name)
+    if device.index is None and "LOCAL_RANK" in os.environ:
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
     return device

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, make_dir
+from unmask.io import atomic_write, dumps_strict, make_dir
 
 CHECKPOINT = "checkpoint.pt"  # resumable training state inside the run directory
 LOG = "log.jsonl"  # one JSON record per validation inside the run directory
@@ -77,7 +77,7 @@ def truncate_log(out: Path, step: int) -> None:
 def append_log(out: Path, record: dict) -> None:
     """Append one record to the run's log."""
     with open(out / LOG, "a") as f:
-        f.write(json.dumps(record) + "\n")
+        f.write(dumps_strict(record) + "\n")
 
 
 def file_digest(path: str | Path) -> str:
@@ -114,16 +114,16 @@ class RowCache:
                     record = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # the last line of a killed run
-                self._stored[record["key"]] = json.dumps(record["value"])
+                self._stored[record["key"]] = dumps_strict(record["value"])
             # Rewrite without a cut line, so that the next append starts a line of its own.
             atomic_write(self.path, lambda p: Path(p).write_text("".join(self._line(k, v) for k, v in self._stored.items())))
 
     @staticmethod
     def _line(key: str, value_json: str) -> str:
-        return f'{{"key": {json.dumps(key)}, "value": {value_json}}}\n'
+        return f'{{"key": {dumps_strict(key)}, "value": {value_json}}}\n'
 
     def _key(self, key: dict) -> str:
-        return json.dumps({"context": self.context, "key": key}, sort_keys=True)  # a key never overrides the context
+        return dumps_strict({"context": self.context, "key": key}, sort_keys=True)  # a key never overrides the context
 
     def get(self, key: dict):
         """A copy of the value stored for ``key`` in this context, or None."""
@@ -135,7 +135,7 @@ class RowCache:
 
     def put(self, key: dict, value) -> None:
         """Store ``value`` (JSON-serialisable) for ``key`` in this context."""
-        k, v = self._key(key), json.dumps(value)
+        k, v = self._key(key), dumps_strict(value)
         self._stored[k] = v
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a") as f:

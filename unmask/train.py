@@ -10,7 +10,6 @@ shards the sets across them) and rank 0 writes.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -22,8 +21,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from unmask import checks
 from unmask.dist import rank_world
 from unmask.errors import UnmaskError
+from unmask.io import dumps_strict
 from unmask.model import ModelConfig, TransformerDenoiser, resolve_device, save_model, warm_start
 from unmask.optim import adamw, set_lr, warmup_cosine
 from unmask.runs import CHECKPOINT, LOG, append_log, save_checkpoint, start_or_resume, truncate_log  # noqa: F401  (CHECKPOINT and LOG stay importable from here)
@@ -43,7 +44,7 @@ class TrainConfig:
     batch_size: int = 128  # sequences per step in each process
     lr: float = 1e-3  # peak learning rate
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
-    warmup: int = 300  # linear warm-up steps
+    warmup: int = 300  # linear warm-up steps (at most steps: a short run needs a shorter one)
     weight_decay: float = 0.01  # AdamW weight decay (not on norms, biases, embeddings)
     grad_clip: float = 1.0  # max global gradient norm
     mask_min: float = 0.0  # lowest mask rate t drawn per sequence
@@ -57,16 +58,21 @@ class TrainConfig:
     device: str = "cpu"  # where the model trains ("cpu", "cuda", "cuda:1"); data and masks are always drawn on the CPU
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.mask_min < self.mask_max <= 1.0:
-            raise UnmaskError(f"need 0 <= mask_min < mask_max <= 1, got {self.mask_min}, {self.mask_max}")
-        if min(self.steps, self.batch_size, self.eval_every, self.ckpt_every) < 1:
-            raise UnmaskError("steps, batch_size, eval_every and ckpt_every must be >= 1")
-        if not (self.lr > 0 and self.weight_decay >= 0 and self.grad_clip > 0 and self.warmup >= 0):
-            raise UnmaskError("need lr > 0, weight_decay >= 0, grad_clip > 0, warmup >= 0")
-        if not 0.0 <= self.min_lr_ratio <= 1.0:
-            raise UnmaskError(f"need 0 <= min_lr_ratio <= 1, got {self.min_lr_ratio}")
-        if not 0.0 <= self.suffix_prob <= 1.0:
-            raise UnmaskError(f"need 0 <= suffix_prob <= 1, got {self.suffix_prob}")
+        for name in ("steps", "batch_size", "eval_every", "ckpt_every"):
+            checks.integer(name, getattr(self, name), 1)
+        checks.integer("warmup", self.warmup, 0)
+        if self.warmup > self.steps:  # the schedule would end part-way up its ramp, never at lr nor decayed
+            raise UnmaskError(f"warmup must be <= steps (the learning rate peaks after warmup steps), got warmup {self.warmup} "
+                              f"> steps {self.steps}")
+        checks.positive("lr", self.lr)
+        checks.non_negative("weight_decay", self.weight_decay)
+        checks.positive("grad_clip", self.grad_clip)
+        checks.between("min_lr_ratio", self.min_lr_ratio, 0, 1)
+        checks.between("mask_min", self.mask_min, 0, 1, "[)")
+        checks.between("mask_max", self.mask_max, 0, 1, "(]")
+        if self.mask_min >= self.mask_max:
+            raise UnmaskError(f"mask_min must be < mask_max, got {self.mask_min} >= {self.mask_max}")
+        checks.between("suffix_prob", self.suffix_prob, 0, 1)
         if self.suffix_prob and self.elbo_weight:
             raise UnmaskError("elbo_weight needs the MDLM forward process; suffix_prob > 0 departs from it")
 
@@ -213,7 +219,7 @@ def _validate(task, model, out: Path, step: int, elapsed: float, loss: float, de
         record.update(scores)
         save_model(model, out / "model", {"train": record})
         append_log(out, record)
-        tqdm.write(json.dumps(record))
+        tqdm.write(dumps_strict(record))
     if world > 1:
         dist.barrier()
 

@@ -266,10 +266,11 @@ def test_eb_breaks_ties_in_its_order_by_position():
 
 def test_help_lines_show_parsable_defaults_and_the_first_paragraph():
     # Bugs caught: --help's spec column not parsing back to the defaults (a wrong separator); the rule
-    # column cut at the first word, holding the whole docstring, or with newlines turned into junk.
+    # column cut at the first word, holding the whole docstring, or with newlines turned into junk; reST
+    # markup (``x``, :mod:`x`) shown as it is written in the docstring.
     import inspect
 
-    from unmask.decode.registry import ORACLE_COST
+    from unmask.decode.registry import ORACLE_COST, plain_text
     from unmask.policies import POLICIES as ALL
     from unmask.policies import Tier, describe_policies
     from unmask.policies import parse_policy as parse_any
@@ -280,7 +281,8 @@ def test_help_lines_show_parsable_defaults_and_the_first_paragraph():
         spec, rule = lines[name].split(None, 1)
         assert parse_any(spec) == cls(), name
         cost = f" {ORACLE_COST}" if cls.tier is Tier.ORACLE else ""  # an oracle's line says what it costs
-        assert rule == " ".join(inspect.cleandoc(cls.__doc__).split("\n\n")[0].split()) + cost, name
+        assert rule == plain_text(" ".join(inspect.cleandoc(cls.__doc__).split("\n\n")[0].split())) + cost, name
+        assert "``" not in rule and ":mod:" not in rule and ":class:" not in rule, name  # --help is plain text, not reST
 
 
 def test_budget_refusal_names_the_budgeted_policies():

@@ -62,9 +62,13 @@ def with_budget(policy: Policy, budget: int | None) -> Policy:
     if budget is None:
         return policy
     if not isinstance(policy, FixedBudget):
-        names = ", ".join(sorted(name for name, cls in POLICIES.items() if issubclass(cls, FixedBudget)))
-        raise UnmaskError(f"{policy_spec(policy)} has no step budget: --budget applies to {names}")
+        raise UnmaskError(f"{policy_spec(policy)} has no step budget: --budget applies to {', '.join(budget_policies())}")
     return dataclasses.replace(policy, steps=budget)
+
+
+def budget_policies() -> list[str]:
+    """The registered names of the fixed-budget family (the :class:`FixedBudget` subclasses ``--budget`` sets), sorted."""
+    return sorted(name for name, cls in POLICIES.items() if issubclass(cls, FixedBudget))
 
 
 RESOURCES: set[str] = set()  # every resource name some policy declares

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import sys
 import typing
 import warnings
@@ -149,6 +150,13 @@ def policy_spec(policy) -> str:
     return f"{policy.spec_name}:{args}" if args else policy.spec_name
 
 
+def plain_text(text: str) -> str:
+    """``text`` with its reST inline markup as plain text for ``--help``: literals and roles (mod, class, ...) lose
+    their marks, and a role's ``~`` target keeps only its last name."""
+    text = re.sub(r":\w+:`(~?)([^`]+)`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text)
+    return re.sub(r"``([^`]+)``", r"\1", text)
+
+
 def describe_policies() -> list[str]:
     """The ``--help`` policy list: a heading per tier (stable first), then one indented line per policy
     of that tier: its spec with the defaults, and its rule (an oracle's line also says what it costs)."""
@@ -159,7 +167,7 @@ def describe_policies() -> list[str]:
             lines.append(f"{TIER_HEADINGS[tier]}:")
         for name in names:
             cls = POLICIES[name]
-            doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+            doc = plain_text(" ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()))
             if tier is Tier.ORACLE:
                 doc += " " + ORACLE_COST
             defaults = ",".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls) if f.name in spec_fields(cls))

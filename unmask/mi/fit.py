@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 from tqdm import tqdm
 
+from unmask import checks
 from unmask.errors import UnmaskError
 from unmask.mi.estimator import LINKS, HeadConfig, MIHead, predicted_values
 from unmask.mi.exact import symmetrise
@@ -40,6 +41,10 @@ class HeadTrainConfig:
     seed: int = 0  # init and batch order
 
     def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "d_hidden", "rank"):
+            checks.integer(name, getattr(self, name), 1)
+        checks.positive("lr", self.lr)
+        checks.between("val_fraction", self.val_fraction, 0, 1, "()")  # both sides need states
         if self.link not in LINKS:
             raise UnmaskError(f"link must be one of {', '.join(LINKS)}, got {self.link!r}")
         if self.target not in TARGETS:
@@ -133,12 +138,15 @@ def take(x: Inputs, idx) -> tuple[torch.Tensor, ...]:
 def fit_head(denoiser, data: dict[str, torch.Tensor], cfg: HeadTrainConfig, progress: bool = True) -> tuple[MIHead, dict]:
     """Fit an :class:`MIHead` by MSE (on :func:`compress`'s scale) on supervised pairs; returns it with
     held-out metrics."""
-    torch.manual_seed(cfg.seed)
-    x = head_inputs(denoiser, data["tokens"], cfg.values)  # (S, L, D), and (S, L, V) with cfg.values
     target = targets(data, cfg.target)
     pairs = pair_mask(data, denoiser.mask_id)
     tr, va = split(data, cfg.val_fraction)
+    if not pairs[tr].any():  # (before the hidden states: nothing to fit, the head would stay as drawn)
+        raise UnmaskError(f"the MI data has no supervised pair (two masked positions, one with a computed row) among its "
+                          f"{len(tr)} training states: nothing to fit")
     n_val = len(va)
+    torch.manual_seed(cfg.seed)
+    x = head_inputs(denoiser, data["tokens"], cfg.values)  # (S, L, D), and (S, L, V) with cfg.values
     head = MIHead(HeadConfig(x[0].shape[-1], cfg.d_hidden, cfg.rank, cfg.link, x[1].shape[-1] if cfg.values else 0))
     fit_pairs(head, x, target, pairs, tr, cfg, progress)
     n_tr = len(tr)

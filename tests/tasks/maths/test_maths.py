@@ -225,3 +225,18 @@ def test_gsm_split_needs_a_real_split(test_every):
 
     with pytest.raises(UnmaskError, match="test_every"):
         next(gsm_entries(0, True, test_every))
+
+
+def test_two_final_answers_are_ambiguous_never_read_as_the_first(tmp_path):
+    # Bug caught: a target or an answer region "#### 3 #### 4" read as 3 (GSM8K's convention is one `####`):
+    # a problems file with two is refused, and the task's model writing two is scored wrong, not right.
+    assert extract_answer("#### 3 #### 4") == "3"  # free-running text (hf models): the first, as the harness reads it
+    assert extract_answer("#### 3 #### 4", single=True) is None and extract_answer("#### 3", single=True) == "3"
+    path = tmp_path / "two.jsonl"
+    path.write_text('{"question": "1+2?", "answer": "#### 3"}\n{"question": "2+2?", "answer": "#### 3 #### 4"}\n')
+    with pytest.raises(UnmaskError, match=r"two.jsonl:2: the answer has 2 '####' final answers"):
+        read_problems(path)
+    task = MathsTask(16, 16)
+    problems = [Problem("1+2?", "#### 3", "3")]
+    one, two = (task.encode([Problem("1+2?", text, "3")], with_answers=True) for text in ("#### 3", "#### 3 #### 4"))
+    assert task.score(one, problems).tolist() == [True] and task.score(two, problems).tolist() == [False]

@@ -52,7 +52,7 @@ def test_generate_then_eval(setup, cli):
     (["--length", "0:5"], "need 1 <= LO <= HI"),
     (["--length", "30:41"], "the model holds 40 residues"),
     (["--length", "36:40"], "no reference sequence has a length in 36:40"),
-    (["--temperature", "-1"], "temperature must be >= 0"),
+    (["--temperature", "-1"], "must be a finite number >= 0, got -1"),
 ])
 def test_generate_refuses_in_one_line(setup, cli, extra, message):
     tmp, _ = setup

@@ -119,13 +119,13 @@ def test_cli_trains_on_puzzles_from_a_model_and_resume_keeps_the_mix(tmp_path, s
 def test_cli_resume_of_a_run_without_puzzles_refuses_them_and_an_init(tmp_path, sudoku_files, capsys):
     model_dir, puzzles = sudoku_files
     run = tmp_path / "run"
-    base = ["sudoku", "train", "--data", str(puzzles), "--out", str(run), "--batch-size", "2", "--no-bf16",
+    base = ["sudoku", "train", "--data", str(puzzles), "--out", str(run), "--batch-size", "2", "--no-bf16", "--warmup", "0",
             "--n-layers", "1", "--d-model", "16", "--n-heads", "2", "--d-ff", "32"]
     assert main(base + ["--steps", "1"]) == 0
     state = torch.load(run / "checkpoint.pt", weights_only=False)
     state["source"].pop("puzzle_prob")  # as a checkpoint written before training puzzles existed
     torch.save(state, run / "checkpoint.pt")
-    resume = base[:6] + ["--batch-size", "2", "--no-bf16", "--steps", "2", "--resume"]
+    resume = base[:6] + ["--batch-size", "2", "--no-bf16", "--warmup", "0", "--steps", "2", "--resume"]
     capsys.readouterr()
     assert main(resume + ["--puzzles", str(puzzles)]) == 2
     assert "another data mix" in capsys.readouterr().err
@@ -153,7 +153,8 @@ def test_cli_refusals_are_one_line(tmp_path, sudoku_files, capsys, extra, messag
     write_puzzles(solved, SudokuSet(data.solutions, data.solutions))
     names = {"PUZ": puzzles, "MODEL": model_dir, "NOWHERE": tmp_path / "NOWHERE", "SOLVED": solved}
     extra = [str(names.get(a, a)) for a in extra]
-    args = ["sudoku", "train", "--data", str(puzzles), "--out", str(tmp_path / "r"), "--steps", "1", "--batch-size", "2"]
+    args = ["sudoku", "train", "--data", str(puzzles), "--out", str(tmp_path / "r"), "--steps", "1", "--warmup", "0",
+            "--batch-size", "2"]
     assert main(args + extra) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1

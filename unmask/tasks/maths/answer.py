@@ -26,13 +26,16 @@ def normalise_number(text: str) -> str | None:
     return "-" + s if neg and s != "0" else s
 
 
-def extract_answer(text: str) -> str | None:
+def extract_answer(text: str, *, single: bool = False) -> str | None:
     """The number after the first ``####`` (GSM8K), normalised; None if there is no ``####`` number.
 
-    The first, as lm-evaluation-harness's strict match: a model that goes on to invent a new question
-    and its ``####`` answer is scored on its own answer, not on the invented one.
+    The first, as lm-evaluation-harness's strict match: a free-running model that goes on to invent a
+    new question and its ``####`` answer is scored on its own answer, not on the invented one.
+    ``single``: where a text holds one answer only (a target; the answer region of the task's own
+    model), GSM8K's convention of one ``####`` holds, and a text with several (``#### 3 #### 4``) is
+    ambiguous: None, never read as its first.
     """
-    if "####" not in text:
+    if "####" not in text or (single and text.count("####") > 1):
         return None
     return normalise_number(text.split("####", 2)[1])
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from unmask.errors import UnmaskError
+from unmask import checks
 
 NAMES = ["Ava", "Ben", "Cleo", "Dan", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jin", "Kai", "Lea", "Max", "Nia", "Omar", "Pia"]
 PRONOUN = {n: ("She" if n in {"Ava", "Cleo", "Fay", "Hana", "Lea", "Nia", "Pia"} else "He") for n in NAMES}
@@ -42,8 +42,9 @@ class ArithConfig:
     zero_pad: bool = True  # write the solution's numbers zero-padded to one width (fixed digit places)
 
     def __post_init__(self) -> None:
-        if not (1 <= self.digits <= 6 and 1 <= self.operations <= 8 and 2 <= self.max_factor <= 99):
-            raise UnmaskError(f"need 1 <= digits <= 6, 1 <= operations <= 8, 2 <= max_factor <= 99; got {self}")
+        checks.integer("digits", self.digits, 1, 6)
+        checks.integer("operations", self.operations, 1, 8)
+        checks.integer("max_factor", self.max_factor, 2, 99)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,6 @@ def make_problem(cfg: ArithConfig, rng: random.Random) -> Problem:
 
 def generate(cfg: ArithConfig, n: int, seed: int) -> list[Problem]:
     """``n`` problems; problem k comes from its own stream, so prefixes of a set are stable."""
-    if n < 1 or seed < 0:
-        raise UnmaskError(f"need n >= 1 and seed >= 0, got n={n}, seed={seed}")
+    checks.integer("n", n, 1)
+    checks.integer("seed", seed, 0)
     return [make_problem(cfg, random.Random(f"arith:{seed}:{k}")) for k in range(n)]

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, read_text
+from unmask.io import atomic_write, dumps_strict, read_text
 from unmask.tasks.maths.answer import extract_answer
 from unmask.tasks.maths.arith import ArithConfig, Problem, generate
 
@@ -29,14 +29,14 @@ def to_ascii(text: str) -> str:
 
 def write_problems(path: str | os.PathLike, problems: list[Problem]) -> None:
     """Write GSM8K-style JSONL atomically."""
-    text = "".join(json.dumps({"question": p.question, "answer": p.solution}) + "\n" for p in problems)
+    text = "".join(dumps_strict({"question": p.question, "answer": p.solution}) + "\n" for p in problems)
     atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def read_problems(path: str | os.PathLike) -> list[Problem]:
     """Read GSM8K-style JSONL; UnmaskError naming the file and line for any problem."""
+    content = read_text(path)  # (before Path, which turns '' into '.')
     path = Path(path)
-    content = read_text(path)
     out = []
     for line, text in enumerate(content.splitlines(), start=1):
         if not text.strip():
@@ -47,6 +47,9 @@ def read_problems(path: str | os.PathLike) -> list[Problem]:
             raise UnmaskError(f"{path}:{line}: not JSON ({e.msg})") from None
         if not isinstance(row, dict) or not isinstance(row.get("question"), str) or not isinstance(row.get("answer"), str):
             raise UnmaskError(f"{path}:{line}: needs string fields 'question' and 'answer'")
+        markers = row["answer"].count("####")
+        if markers > 1:  # GSM8K's convention is one; which one a score should read is not for us to guess
+            raise UnmaskError(f"{path}:{line}: the answer has {markers} '####' final answers; give one")
         value = extract_answer(row["answer"])
         if value is None:
             raise UnmaskError(f"{path}:{line}: the answer has no '#### <number>' final answer")

@@ -87,7 +87,7 @@ class MathsTask:
         return [TOKENIZER.decode(t[self.prompt_len :]) for t in tokens]
 
     def score(self, tokens: torch.Tensor, problems: list[Problem]) -> torch.Tensor:
-        return torch.tensor([extract_answer(t) == p.answer for t, p in zip(self.answers(tokens), problems)])
+        return torch.tensor([extract_answer(t, single=True) == p.answer for t, p in zip(self.answers(tokens), problems)])
 
     def show(self, tokens: torch.Tensor, problems: list[Problem], k: int) -> list[dict]:
         return [{"question": p.question, "output": t, "target": p.answer} for p, t in zip(problems[:k], self.answers(tokens[:k]))]

@@ -108,6 +108,9 @@ class AntibodyTask:
         unknown = set(self.cdrs) - set(CDR_NAMES)
         if unknown or not self.cdrs:
             raise UnmaskError(f"CDRs must be among {', '.join(CDR_NAMES)}, got {', '.join(self.cdrs) or 'none'}")
+        twice = sorted({c for c in self.cdrs if self.cdrs.count(c) > 1})
+        if twice:  # (a CDR listed twice would count twice in the recovery and diversity averages)
+            raise UnmaskError(f"CDRs: {', '.join(twice)} given more than once; list each CDR once")
 
     @classmethod
     def for_model(cls, cfg) -> AntibodyTask:

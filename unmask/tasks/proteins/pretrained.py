@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, make_dir
+from unmask.io import atomic_write, dumps_strict, make_dir
 
 SOURCE_FILE = "unmask_source.json"  # written beside the converted model: what it was made from
 
@@ -109,8 +109,10 @@ def import_pretrained(name: str, out: str | os.PathLike) -> Path:
     model, symbols, specials = entry.build(_package_dir(entry.package, entry.pip))
     out = make_dir(out)
     model.save_pretrained(out, safe_serialization=True)
+    for weights in out.glob("model*.safetensors*"):  # transformers 5 writes them 0600; shared as atomic_write's files are
+        os.chmod(weights, 0o644)
     char_tokenizer(symbols, specials).save_pretrained(out)
     info = {"name": name, "package": entry.package, "cite": entry.cite, "parameters": sum(p.numel() for p in model.parameters())}
-    text = json.dumps(info, indent=1) + "\n"
+    text = dumps_strict(info, indent=1) + "\n"
     atomic_write(out / SOURCE_FILE, lambda tmp: Path(tmp).write_text(text))
     return out

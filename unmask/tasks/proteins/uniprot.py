@@ -12,7 +12,6 @@ representative per cluster (as UniRef50 is).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -22,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, make_dir
+from unmask.io import atomic_write, dumps_strict, make_dir
 from unmask.tasks.proteins.fasta import AMINO_ACIDS, Record, write_fasta
 
 METASTUDENT = Path("/usr/share/metastudent-data/dataset_201401")  # where Debian's metastudent-data puts its databases
@@ -169,7 +168,7 @@ def build_uniprot_data(out: str | os.PathLike, cfg: DataConfig, source: Path = M
         write_fasta(out / f"{name}.fasta", part)
     manifest = {"config": asdict(cfg), "source": str(source), "records_dumped": len(dumped), "distinct_kept": len(records),
                 "splits": {k: len(v) for k, v in splits.items()}, "tools": tool_versions()}
-    atomic_write(out / "manifest.json", lambda p: Path(p).write_text(json.dumps(manifest, indent=1) + "\n"))
+    atomic_write(out / "manifest.json", lambda p: Path(p).write_text(dumps_strict(manifest, indent=1) + "\n"))
     return manifest
 
 

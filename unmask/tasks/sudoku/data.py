@@ -91,8 +91,9 @@ def score(grids: np.ndarray, data: SudokuSet) -> np.ndarray:
 
 def read_puzzles(path: str | os.PathLike) -> SudokuSet:
     """Read a ``quizzes[,solutions]`` CSV; UnmaskError naming the file and line for any problem."""
+    text = read_text(path)  # (before Path, which turns '' into '.')
     path = Path(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""))
     quizzes, solutions, lines = [], [], []
     try:
         header = [h.strip() for h in next(reader, [])]

@@ -71,7 +71,10 @@ class SudokuTask:
     def read(self, path) -> SudokuSet:
         """A ``quizzes[,solutions]`` CSV, or one puzzle given inline as an 81-character grid."""
         text = str(path).strip()
-        if len(text) == 81 and set(text) <= set("0123456789.") and not Path(text).exists():
+        if text and set(text) <= set("0123456789.") and not Path(text).exists():  # a grid, not a file name
+            if len(text) != 81:
+                raise UnmaskError(f"{text}: no such file, nor a puzzle grid (a grid has 81 characters 0-9 or '.', "
+                                  f"this has {len(text)})")
             grid = parse_grid(text)
             if givens_clash(grid[None])[0]:
                 raise UnmaskError("the puzzle's givens repeat a digit in a row, column or box")
