@@ -35,16 +35,28 @@ def _antibodies(cfg):
     return AntibodyTask() if cfg is None else AntibodyTask.for_model(cfg)
 
 
+def _seq(cfg):
+    from unmask.tasks.seq.task import SeqTask
+
+    return SeqTask() if cfg is None else SeqTask.for_model(cfg)
+
+
 def _protein_lm(loaded):
     from unmask.tasks.proteins.plm import adapt
 
     return adapt(loaded)
 
 
+def _seq_lm(loaded):
+    from unmask.tasks.seq.task import bind
+
+    return bind(loaded)[1]  # the model's own tokenizer, positions to fill marked by its mask token
+
+
 TASKS: dict[str, Callable] = {"sudoku": _sudoku, "maths": _maths, "proteins": _proteins,
-                              "antibodies": _antibodies}  # name → factory(model config or None)
+                              "antibodies": _antibodies, "seq": _seq}  # name → factory(model config or None)
 # tasks that map a Hugging Face model onto their ids
-HF_ADAPTERS: dict[str, Callable] = {"proteins": _protein_lm, "antibodies": _protein_lm}
+HF_ADAPTERS: dict[str, Callable] = {"proteins": _protein_lm, "antibodies": _protein_lm, "seq": _seq_lm}
 
 
 def get_task(name: str, cfg=None):
