@@ -14,6 +14,10 @@ import torch
 from unmask.model import ModelConfig, TransformerDenoiser
 from unmask.oracle import JointDenoiser
 
+# Fixtures kept in modules of their own (one conftest.py only: several would all be imported as ``conftest``,
+# and a worker process could not unpickle this one's functions).
+pytest_plugins = ["tests.fixtures.seq_models", "tests.fixtures.protein_models"]
+
 torch.set_num_threads(1)
 
 

@@ -52,7 +52,7 @@ def test_mi_head_missing_names_the_command(make_sudoku_model, headless_dir):
     model = make_sudoku_model()
     with pytest.raises(UnmaskError, match="unmask mi train"):
         build_policy("mi:lam=2", model, headless_dir)
-    with pytest.raises(UnmaskError, match="model directory"):
+    with pytest.raises(UnmaskError, match="--head DIR"):
         build_policy("mi:lam=2", model, None)
     with pytest.raises(UnmaskError, match="give the model"):
         build_policy("mi:lam=2")

@@ -1,10 +1,14 @@
 """One on-disk format for everything trained: a safetensors file of tensors beside a versioned JSON.
 
 A base model, an MI head and an order policy are each a :class:`Kind` (the two file names) saved in
-a model directory. The JSON holds ``format_version``, ``kind``, the ``config`` that rebuilds the
-module, and free metadata (training record, metrics). Loading refuses, in one line each, a missing
-file, corrupt JSON or weights, another format version or kind, unknown or missing config keys, and
+a directory. The JSON holds ``format_version``, ``kind``, the ``config`` that rebuilds the module,
+and free metadata (training record, metrics). Loading refuses, in one line each, a missing file,
+corrupt JSON or weights, another format version or kind, unknown or missing config keys, and
 tensors whose names or shapes do not match the module the config builds.
+
+An MI head or an order policy is an *add-on* of one base model: it reads that model's hidden states.
+It lives in a folder of its own (or beside the model, as the shipped ones do) and records the base
+model's :func:`model_digest` under :data:`BASE_SHA256`; :func:`check_base` refuses it with any other.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 import torch
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, make_dir
+from unmask.io import atomic_write, dumps_strict, make_dir
 
 FORMAT_VERSION = 1  # bump when a saved layout changes
 
@@ -38,6 +42,11 @@ MI_HEAD = Kind("mi_head", "mi_head.safetensors", "mi_head.json", "train one with
 ORDER_POLICY = Kind("order_policy", "order_policy.safetensors", "order_policy.json", "train one with `unmask <task> train-order`")
 
 
+BASE_SHA256 = "base_model_sha256"  # add-on JSON key: the model_digest of the model it was trained for
+ADDONS = (MI_HEAD, ORDER_POLICY)  # the kinds that belong to a base model
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")  # the files that identify a model folder
+
+
 def exists(directory: str | os.PathLike, kind: Kind) -> bool:
     """Whether ``directory`` holds a ``kind`` (its JSON file)."""
     return (Path(directory) / kind.meta).is_file()
@@ -54,7 +63,7 @@ def save(directory: str | os.PathLike, kind: Kind, tensors: dict[str, torch.Tens
     state = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     meta = {"format_version": FORMAT_VERSION, "kind": kind.name, "config": dataclasses.asdict(config), **(extra or {})}
     atomic_write(d / kind.weights, lambda p: save_file(state, p))
-    atomic_write(d / kind.meta, lambda p: Path(p).write_text(json.dumps(meta, indent=2) + "\n"))
+    atomic_write(d / kind.meta, lambda p: Path(p).write_text(dumps_strict(meta, indent=2) + "\n"))
 
 
 def read_meta(directory: str | os.PathLike, kind: Kind) -> dict:
@@ -128,3 +137,63 @@ def copy_model(src: str | os.PathLike, dst: str | os.PathLike) -> None:
         return
     for name in (MODEL.meta, MODEL.weights):
         copy_file(Path(src) / name, Path(dst) / name)
+
+
+_digests: dict[tuple, str] = {}  # (path, size, mtime) of each weights file → its digest, within one process
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _digests:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""):  # 16 MiB at a time: a 300M model is never whole in memory
+                h.update(block)
+        _digests[key] = h.hexdigest()
+    return _digests[key]
+
+
+def model_digest(path: str | os.PathLike) -> str:
+    """A short SHA-256 that identifies a model by its weights.
+
+    ``path`` is a weights file, or a folder: an unmask model directory or a Hugging Face model folder,
+    whose weight files directly inside (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``; not the
+    add-ons saved beside it) are read. One file: the SHA-256 of its bytes (as the training runs record
+    ``model_sha256``); several: the SHA-256 of their names and digests.
+    """
+    p = Path(path)
+    if p.is_file():
+        return _file_sha256(p)[:16]
+    addon_files = {kind.weights for kind in ADDONS}
+    files = sorted(f for f in p.glob("*") if f.suffix in WEIGHT_SUFFIXES and f.name not in addon_files and f.is_file()) \
+        if p.is_dir() else []
+    if not files:
+        raise UnmaskError(f"{path}: no model weights to identify the model by")
+    if len(files) == 1:
+        return _file_sha256(files[0])[:16]
+    import hashlib
+
+    return hashlib.sha256("".join(f"{f.name}\0{_file_sha256(f)}\n" for f in files).encode()).hexdigest()[:16]
+
+
+def recorded_base(meta: dict) -> str | None:
+    """The base model digest an add-on's JSON records (None for files saved before it was recorded;
+    order policies recorded it as their run's ``source.model_sha256``)."""
+    return meta.get(BASE_SHA256) or (meta.get("source") or {}).get("model_sha256")
+
+
+def check_base(meta: dict, where: str | os.PathLike, kind: Kind, base: str | os.PathLike | None) -> None:
+    """Refuse, in one line, an add-on (``meta``: its JSON, found in ``where``) trained for another model than
+    ``base`` (a path :func:`model_digest` reads). Nothing to check when either side is unknown."""
+    recorded = recorded_base(meta)
+    if recorded is None or base is None:
+        return
+    actual = model_digest(base)
+    if recorded != actual:
+        what = kind.name.replace("_", " ")
+        trained = f" ({meta['base_model']})" if isinstance(meta.get("base_model"), str) else ""
+        raise UnmaskError(f"{where}: this {what} was trained for another model{trained}, weights {recorded}; "
+                          f"the model given ({base}) has weights {actual}; {kind.hint} for it")

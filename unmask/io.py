@@ -1,4 +1,4 @@
-"""Files in and out, with one-line errors: UTF-8 text read, folders made, atomic writes.
+"""Files in and out, with one-line errors: UTF-8 text read, folders made, atomic writes, strict JSON.
 
 Readers and the killed job's resume never see half a file; a path the user got wrong (a folder
 where a file goes, a file where a folder goes, a place that cannot be written, bytes that are not
@@ -7,6 +7,8 @@ UTF-8) is an :class:`UnmaskError` naming the path, never a traceback.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -15,8 +17,27 @@ from pathlib import Path
 from unmask.errors import UnmaskError
 
 
+def finite_or_none(obj):
+    """``obj`` with every NaN or infinite float, in nested dicts, lists and tuples, replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    return obj
+
+
+def dumps_strict(obj, **kw) -> str:
+    """``json.dumps(obj, **kw)`` as strict JSON: a NaN or infinite float is written ``null``, never
+    ``NaN``/``Infinity`` (which JSON does not have). Every JSON the package prints or writes goes through here."""
+    return json.dumps(finite_or_none(obj), allow_nan=False, **kw)
+
+
 def read_text(path: str | os.PathLike) -> str:
     """The UTF-8 text of ``path`` (a leading byte-order mark dropped)."""
+    if os.fspath(path) == "":  # (Path("") is ".", a folder: the message would not say what went wrong)
+        raise UnmaskError("'': an empty file name; give a file")
     path = Path(path)
     if path.is_dir():
         raise UnmaskError(f"{path}: is a folder, not a file")
@@ -28,6 +49,37 @@ def read_text(path: str | os.PathLike) -> str:
         raise UnmaskError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except OSError as e:
         raise UnmaskError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+def fasta_records(text: str, where: str = "<text>",
+                  clean: Callable[[str, str], str] = lambda line, at: "".join(line.split())) -> list[tuple[str, str]]:
+    """``(name, sequence)`` of every record of FASTA ``text``: a ``>`` header, then sequence lines, each turned
+    into residues by ``clean(line, at)`` (``at`` is ``where:line``, for its one-line refusals). A header without
+    a name, a sequence before any header and a record without a sequence are refused, naming the line."""
+    records: list[tuple[str, str]] = []
+    name, parts, start = None, [], 0
+
+    def close() -> None:
+        if name is not None:
+            if not "".join(parts):
+                raise UnmaskError(f"{where}:{start}: record {name[:40]!r} has no sequence")
+            records.append((name, "".join(parts)))
+
+    for line_no, raw in enumerate(text.split("\n"), start=1):  # line feeds only: a name may hold other separators
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(">"):
+            close()
+            name, parts, start = line[1:].strip(), [], line_no
+            if not name:
+                raise UnmaskError(f"{where}:{line_no}: empty header (a name must follow '>')")
+        elif name is None:
+            raise UnmaskError(f"{where}:{line_no}: sequence line before any '>' header")
+        else:
+            parts.append(clean(line, f"{where}:{line_no}"))
+    close()
+    return records
 
 
 def make_dir(path: str | os.PathLike) -> Path:
@@ -44,7 +96,12 @@ def make_dir(path: str | os.PathLike) -> Path:
 
 def check_output_file(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = ()) -> Path:
     """Refuse, before any work, an output file path that is a folder, lies under a file, or is one of the
-    command's ``inputs`` (through ``.``, ``..`` or a link alike): writing it would destroy what is read."""
+    command's ``inputs`` (through ``.``, ``..`` or a link alike): writing it would destroy what is read.
+    An empty path, or one ending in a slash (``out/`` names a folder; ``Path`` would make it a file ``out``), is refused too."""
+    given = os.fspath(path)
+    if given == "" or given.endswith(("/", os.sep)):
+        raise UnmaskError(f"{given!r}: " + ("an empty file name" if not given else "names a folder (it ends in a slash)")
+                          + "; give a file name")
     path = Path(path)
     if path.is_dir():
         raise UnmaskError(f"{path}: is a folder; give a file name")

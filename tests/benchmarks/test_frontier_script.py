@@ -235,11 +235,11 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
     model_dir, puzzles = sudoku_files
     run = tmp_path / "run"
     code, _, err = cli(["sudoku", "train-order", "--model", str(model_dir), "--data", str(puzzles), "--out", str(run),
-                        "--budget", "3", "--steps", "2", "--batch-size", "2", "--samples", "2", "--d-hidden", "8",
-                        "--eval-every", "2", "--ckpt-every", "2", "--step-cost", "0.5"])
+                        "--budget", "3", "--steps", "2", "--warmup", "1", "--batch-size", "2", "--samples", "2",
+                        "--d-hidden", "8", "--eval-every", "2", "--ckpt-every", "2", "--step-cost", "0.5"])
     assert code == 0, err
     for f in ("order_policy.json", "order_policy.safetensors"):
-        shutil.copy(run / "model" / f, model_dir / f)
+        shutil.copy(run / f, model_dir / f)
     alone = tmp_path / "alone"  # order_policy.* without the model: the recorded base-model hash vouches for it
     keep = load_script("keep_order_policy")
     keep.main([str(run), str(alone)])
@@ -255,7 +255,7 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
     assert vouched == json.loads((alone / "order_policy.json").read_text())["source"]["model_sha256"]
     out = tmp_path / "out"
     bench.main(["--task", "sudoku", "--model", str(model_dir), "--sets", f"t={puzzles}", "--n", "4", "--budgets", "3",
-                "--adaptive", "threshold:tau=0.9", "eb:gamma=1", "--learned", f"c0.5={run / 'model'}", f"same={alone}",
+                "--adaptive", "threshold:tau=0.9", "eb:gamma=1", "--learned", f"c0.5={run}", f"same={alone}",
                 "--out", str(out)])
     result = json.loads((out / "learned_order.json").read_text())
     learned = [r for r in result["rows"] if bench.family(r["policy"]) == "learned"]
@@ -273,7 +273,7 @@ def test_learned_order_script_compares_every_learned_point_with_the_heuristics(t
     bench.main(["--task", "sudoku", "--model", str(model_dir), "--out", str(out), "--tables-only"])
     assert (out / "frontier.md").read_text() == before
     other = tmp_path / "other"  # a policy trained for other weights is refused
-    shutil.copytree(run / "model", other)
+    shutil.copytree(model_dir, other)  # the model with the order trained for it, then other weights
     from unmask.model import load_model, save_model
 
     m = load_model(other)

@@ -320,3 +320,18 @@ def test_rows_probed_on_demand_equal_rows_probed_at_once(make_model):
             assert torch.equal(getattr(early, k), snapshot[k]), k  # the earlier result is never changed
     assert torch.equal(early.rows, first & (tokens == model.cfg.mask_id))
     assert (late.passes < exact_mi(model, tokens, rows=first | second).passes).all()  # eps applies on demand
+
+
+def test_rows_split_into_groups_for_memory_give_the_same_numbers(make_model, monkeypatch):
+    # Bug caught: rows of one group mixed up with another's when a large vocabulary splits them (a
+    # wrong offset, a row probed twice or left out); the split must change memory, never numbers.
+    from unmask.mi import exact as exact_module
+
+    model = make_model(seq_len=8, vocab=4)
+    tokens = torch.tensor([[4, 4, 1, 4, 4, 0, 4, 4], [4, 2, 4, 4, 3, 4, 4, 4]])
+    whole = exact_mi(model, tokens, eps=0.01)
+    monkeypatch.setattr(exact_module, "ROW_MEMORY", 3 * 8 * 4 * 8 * 2)  # two rows a group
+    split = exact_mi(model, tokens, eps=0.01)
+    for name in ("raw", "rows", "entropy", "bound", "passes", "joint", "influence"):
+        assert torch.equal(getattr(whole, name), getattr(split, name)), name
+    assert int(whole.rows.sum()) == 12  # every masked row, in six groups of two

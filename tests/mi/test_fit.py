@@ -516,9 +516,9 @@ def test_mi_train_with_values_and_a_scale_records_them_and_decodes(tmp_path, sud
     meta = json.loads((tmp_path / "h" / "mi_head.json").read_text())
     assert meta["config"]["n_values"] > 0 and meta["metrics"]["values"] is True and meta["metrics"]["scale"] == 0.01
     for spec in ("mi:gamma=1,lam=1", "demask:delta=0.5"):
-        code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(tmp_path / "h"), f"--policy={spec}",
-                            "--json"])
+        code, _, err = cli(["sudoku", "eval", "--puzzles", str(puzzles), "--model", str(model_dir), "--head", str(tmp_path / "h"),
+                            f"--policy={spec}", "--json"])
         assert code == 0, err
-    code, _, err = cli(["mi", "map", "--task", "sudoku", "--model", str(tmp_path / "h"), "--examples", str(puzzles),
-                        "--out", str(tmp_path / "map.png")])
+    code, _, err = cli(["mi", "map", "--task", "sudoku", "--model", str(model_dir), "--head", str(tmp_path / "h"),
+                        "--examples", str(puzzles), "--out", str(tmp_path / "map.png")])
     assert code == 0 and (tmp_path / "map.png").is_file(), err

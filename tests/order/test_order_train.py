@@ -48,12 +48,14 @@ def test_training_moves_the_policy_and_exports_it(setup):
                       progress=False, source={"model_sha256": "abc"})
     import json
 
-    assert json.loads((tmp / "run" / "model" / "order_policy.json").read_text())["source"] == {"model_sha256": "abc"}
+    meta = json.loads((tmp / "run" / "order_policy.json").read_text())  # in the run folder itself: --order RUN
+    assert meta["source"] == {"model_sha256": "abc"} and meta["base_model_sha256"] == "abc"
+    assert not (tmp / "run" / "model").exists()  # never a copy of the base model
     assert len(seen) == 2 and all(p.budget() == 3 for p in seen)  # validated at steps 2 and 4
     assert net.out.weight.abs().sum() > 0  # the zero-initialised output layer learned something
-    exported = load_order_net(tmp / "run" / "model")
+    exported = load_order_net(tmp / "run")
     assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), exported.state_dict().values()))
-    assert build_policy("learned", model, tmp / "run" / "model").net is not None
+    assert build_policy("learned", model, order_dir=tmp / "run").net is not None
     assert not any(p.requires_grad for p in model.parameters())  # the denoiser stayed frozen
 
 
@@ -100,7 +102,13 @@ def test_finetune_trains_the_denoiser(setup):
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     from unmask.model import load_model
 
-    assert load_model(tmp / "ft" / "model") is not None  # the finetuned denoiser is exported with the policy
+    assert load_model(tmp / "ft" / "model") is not None  # the finetuned denoiser is exported beside the policy
+    from unmask import artifacts
+
+    # the policy names the fine-tuned model as its base: usable with it, refused with the model it started from
+    assert build_policy("learned", model, order_dir=tmp / "ft", base=tmp / "ft" / "model").net is not None
+    meta = artifacts.read_meta(tmp / "ft", artifacts.ORDER_POLICY)
+    assert meta["base_model_sha256"] == artifacts.model_digest(tmp / "ft" / "model")
 
 
 DDP_SCRIPT = """

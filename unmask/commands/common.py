@@ -11,6 +11,7 @@ import sys
 import typing
 
 from unmask.errors import UnmaskError
+from unmask.io import dumps_strict
 
 # integers a flag accepts lie in (-INT_LIMIT, INT_LIMIT): counts, seeds and sizes beyond overflow torch's int64 arithmetic
 INT_LIMIT = 2**31
@@ -32,12 +33,28 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_int(text: str) -> int:
+    """argparse type: a seed, an integer in [0, 2**31); every command refuses a negative one alike, at the flag."""
+    value = integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a seed must be >= 0, got {value}")
+    return value
+
+
+def temperature(text: str) -> float:
+    """argparse type: a finite number >= 0 (inf would turn the −∞ logits of ruled-out tokens into NaN)."""
+    value = float(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Shows every flag's default (once, and only a real one) and keeps the policy list's line breaks."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if action.default in (None, False) or "(default:" in text:
+        if action.default is None or action.default is False or "(default:" in text:  # (0 and 0.0 are real defaults)
             return text
         return super()._get_help_string(action)
 
@@ -73,11 +90,11 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, only: list[st
             continue
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else None
-        text = comments.get(f.name, "").replace("%", "%%") + ("" if default is None else f" (default: {default})")
+        text = comments.get(f.name, "").replace("%", "%%") + ("" if default in (None, "") else f" (default: {default})")
         if hints[f.name] is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            kind = integer if hints[f.name] is int else hints[f.name]
+            kind = (seed_int if f.name == "seed" else integer) if hints[f.name] is int else hints[f.name]
             parser.add_argument(flag, type=kind, default=None, metavar=f.name.upper(), help=text)
 
 
@@ -93,31 +110,102 @@ def add_eval_args(p: argparse.ArgumentParser, default_model, batch_size: int, po
     p.add_argument("--model", default=str(default_model),
                    help="unmask model directory, or hf:DIR for a local Hugging Face masked LM")
     p.add_argument("--policy", default=policy, metavar="SPEC", help="decoding policy (listed below)")
+    from unmask.policies import budget_policies
+
     p.add_argument("--budget", type=positive_int,
-                   help="passes per sequence for a fixed-budget policy (those with steps= below: random, top_prob, margin, ...)")
+                   help=f"passes per sequence for a fixed-budget policy ({', '.join(budget_policies())}; default: the "
+                   "spec's steps)")
     p.add_argument("--steps", dest="old_budget", type=positive_int, help=argparse.SUPPRESS)  # old spelling of --budget
-    p.add_argument("--temperature", type=float, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
+    p.add_argument("--temperature", type=temperature, default=0.0, help="token rule: 0 = argmax, > 0 = sample")
     p.add_argument("--batch-size", type=positive_int,
                    help=f"sequences per forward pass (default: {batch_size}; 8 for hf: models)")
     p.set_defaults(default_batch_size=batch_size)
-    p.add_argument("--seed", type=integer, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
+    p.add_argument("--seed", type=seed_int, default=0, help="sequence k gets seed SEED + k (batch-invariant)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run (cpu, cuda, cuda:1)")
+    add_addon_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     if outputs:
         p.add_argument("--out", metavar="JSONL",
                        help="also write every decoded example (input, output, target, correct, nfe), one JSON per line")
+    add_hf_args(p)
+
+
+def add_hf_args(p: argparse.ArgumentParser) -> None:
+    """The flags that say how to load a Hugging Face model (refused with an unmask model: :func:`hf_options`)."""
     hf = p.add_argument_group("Hugging Face models (--model hf:DIR)")
     hf.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA/Dream checkpoints")
     hf.add_argument("--shift-logits", action="store_true", help="Dream-style models predict token i at position i-1")
-    hf.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32", help="weights' dtype")
+    hf.add_argument("--dtype", choices=["float32", "bfloat16"], help="weights' dtype (default: float32)")
+
+
+def hf_options(args: argparse.Namespace):
+    """The :class:`~unmask.adapters.HFOptions` of the flags :func:`add_hf_args` adds; refused, in one line,
+    for a model they cannot apply to (an unmask model directory)."""
+    import torch
+
+    from unmask.adapters import HF_PREFIX, HFOptions
+
+    given = [flag for flag, on in (("--trust-remote-code", getattr(args, "trust_remote_code", False)),
+                                   ("--shift-logits", getattr(args, "shift_logits", False)),
+                                   ("--dtype", getattr(args, "dtype", None) is not None)) if on]
+    if given and not str(args.model).startswith(HF_PREFIX):
+        raise UnmaskError(f"{', '.join(given)}: only for a Hugging Face model (--model hf:DIR), not {args.model}")
+    dtype = {None: torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16}[getattr(args, "dtype", None)]
+    return HFOptions(bool(getattr(args, "trust_remote_code", False)), bool(getattr(args, "shift_logits", False)), dtype)
+
+
+def add_addon_args(p: argparse.ArgumentParser, order: bool = True) -> None:
+    """``--head DIR`` (and ``--order DIR``): the trained add-ons of the model (default: those saved beside it)."""
+    p.add_argument("--head", metavar="DIR", help="folder of the MI head the mi policies read (`unmask mi train --out`; "
+                   "default: the one beside the model)")
+    if order:
+        p.add_argument("--order", metavar="DIR", help="folder of the order policy `learned` reads (`unmask <task> "
+                       "train-order --out`; default: the one beside the model)")
+
+
+def add_seq_args(p: argparse.ArgumentParser) -> None:
+    """The flags that lay out the user's own sequences (``--task seq``; refused with another task)."""
+    from unmask.tasks.seq.task import SeqConfig
+
+    add_dataclass_args(p.add_argument_group("your own sequences (--task seq; see `unmask seq generate --help`)"), SeqConfig)
+
+
+def task_and_model(name: str, loaded, args: argparse.Namespace):
+    """``(task, denoiser)``: task ``name`` laid out for ``loaded`` and the model as the task decodes it.
+    The user's own sequences (``seq``) are bound with the flags of :func:`add_seq_args`; they are refused
+    for any other task."""
+    from dataclasses import fields
+
+    from unmask.tasks import get_task, task_denoiser
+    from unmask.tasks.seq.task import SeqConfig, bind
+
+    if name == "seq":
+        return bind(loaded, from_args(SeqConfig, args))
+    given = ["--" + f.name.replace("_", "-") for f in fields(SeqConfig) if getattr(args, f.name, None) is not None]
+    if given:
+        raise UnmaskError(f"{', '.join(given)}: only for your own sequences (--task seq / unmask seq)")
+    model = task_denoiser(name, loaded)
+    return get_task(name, getattr(model, "cfg", None)), model
+
+
+def check_pretrained_task(spec: str, task: str) -> None:
+    """Refuse, in one line, a pretrained model (``hf:DIR``, ``esmc:FILE``) for a task that cannot map its
+    vocabulary onto the task's own ids (Sudoku and maths read ids only their own models know)."""
+    from unmask.adapters import is_pretrained
+    from unmask.tasks import HF_ADAPTERS
+
+    if is_pretrained(spec) and task not in HF_ADAPTERS:
+        raise UnmaskError(f"--model {spec}: the {task} task reads its own token ids, which a pretrained model does not "
+                          f"know (the tasks that map a pretrained model: {', '.join(HF_ADAPTERS)})")
 
 
 def add_demo_args(p: argparse.ArgumentParser, default_model, policies_default: str) -> None:
     """The flags a demo shares with the others: the model, the device and the policy list."""
     p.add_argument("--model", default=str(default_model), help="unmask model directory (default: the shipped model)")
     p.add_argument("--device", default="cpu", help="where the model and the decode loop run")
-    p.add_argument("--policies", nargs="+", metavar="SPEC", help=f"policy specs (default: {policies_default})")
-    p.set_defaults(trust_remote_code=False, shift_logits=False, dtype="float32")  # unmask models only
+    p.add_argument("--policies", "--policy", dest="policies", nargs="+", metavar="SPEC",
+                   help=f"policy specs, one or more (default: {policies_default}); --policy is the same flag")
+    p.set_defaults(trust_remote_code=False, shift_logits=False, dtype=None, head=None, order=None)  # unmask models only
 
 
 DEMO_COLUMNS = ["set", "policy", "mean_nfe", "accuracy %", "seconds", "examples_per_s"]
@@ -170,7 +258,7 @@ def settle_eval_args(args: argparse.Namespace) -> None:
     from unmask.io import check_output_file
 
     renamed_flag(args, "old_budget", "budget", "--steps on eval")
-    if getattr(args, "out", None):
+    if getattr(args, "out", None) is not None:  # (--out '' is refused, not taken for no --out)
         check_output_file(args.out, input_paths(args))
     if args.batch_size is None:
         args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
@@ -178,12 +266,9 @@ def settle_eval_args(args: argparse.Namespace) -> None:
 
 def load_for_eval(args: argparse.Namespace, task: str):
     """The model named by ``--model`` on ``--device`` (an :class:`unmask.adapters.Loaded`)."""
-    import torch
+    from unmask.adapters import load_denoiser
 
-    from unmask.adapters import HFOptions, load_denoiser
-
-    hf = HFOptions(args.trust_remote_code, args.shift_logits, {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype])
-    return load_denoiser(args.model, args.device, task=task, hf=hf)
+    return load_denoiser(args.model, args.device, task=task, hf=hf_options(args))
 
 
 def load_demo_model(args: argparse.Namespace, task: str):
@@ -201,7 +286,8 @@ def policy_from_args(args: argparse.Namespace, loaded, denoiser=None):
     (``denoiser``: the model as the task reads it, when that is not ``loaded.denoiser``)."""
     from unmask.policies import build_policy
 
-    return build_policy(args.policy, denoiser or loaded.denoiser, loaded.directory, args.budget)
+    return build_policy(args.policy, denoiser or loaded.denoiser, loaded.directory, args.budget,
+                        head_dir=args.head, order_dir=args.order, base=loaded.weights)
 
 
 def check_policy(args: argparse.Namespace, block: int | None = None):
@@ -211,7 +297,7 @@ def check_policy(args: argparse.Namespace, block: int | None = None):
     from unmask.policies import build_policy
 
     settle_eval_args(args)
-    policy = build_policy(args.policy, budget=args.budget, resolve=False)
+    policy = build_policy(args.policy, budget=args.budget, resolve=False, head_dir=args.head, order_dir=args.order)
     return SemiAR(policy, block) if block else policy
 
 
@@ -262,13 +348,12 @@ def add_init_arg(parser: argparse.ArgumentParser) -> None:
 
 def write_outputs(args: argparse.Namespace, examples: list[dict]) -> None:
     """Write the decoded examples to ``--out`` (JSON lines, atomically), if it was given."""
-    import json
     from pathlib import Path
 
     from unmask.io import atomic_write
 
     if args.out:
-        text = "".join(json.dumps(ex) + "\n" for ex in examples)
+        text = "".join(dumps_strict(ex) + "\n" for ex in examples)
         atomic_write(args.out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from functools import partial
 from pathlib import Path
@@ -28,12 +27,13 @@ from unmask.commands.common import (
     positive_int,
     print_demo_table,
     renamed_flag,
+    seed_int,
     train_inputs,
     write_outputs,
 )
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
-from unmask.io import check_output_file
+from unmask.io import check_output_file, dumps_strict
 from unmask.tasks.maths.task import DEFAULT_MODEL
 
 PROMPT_LEN, ANSWER_LEN = 144, 48  # default layout of a fresh `maths train` run
@@ -121,7 +121,7 @@ def _eval(args: argparse.Namespace) -> None:
     write_outputs(args, m["examples"])
     m["examples"] = m["examples"][:3]
     if args.json:
-        print(json.dumps(m))
+        print(dumps_strict(m))
     else:
         print(f"{m['policy']}: accuracy {m['accuracy']:.1%} on {m['n']} problems, mean NFE {m['mean_nfe']:.2f}")
         for ex in m["examples"]:
@@ -156,7 +156,7 @@ def _eval_hf(args: argparse.Namespace) -> None:
     if is_main():
         write_outputs(args, [{"question": p.question, "output": t, "target": p.answer, "correct": ok, "nfe": int(k)}
                              for p, t, ok, k in zip(problems, gen.texts, correct, gen.nfe)])
-        print(json.dumps(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
+        print(dumps_strict(m) if args.json else f"{spec}: accuracy {m['accuracy']:.1%} on {m['n']}, mean NFE {m['mean_nfe']:.1f}")
 
 
 def _hf_eval_alias(args: argparse.Namespace) -> None:
@@ -216,7 +216,7 @@ def add_parser(sub) -> None:
     g.add_argument("--kind", choices=["arith", "gsm"], default="arith",
                    help="arith: synthetic multi-step; gsm: reasoning-gym gsm_symbolic")
     g.add_argument("--n", type=positive_int, help="problems (default 1000)")
-    g.add_argument("--seed", type=integer, help="default 0")
+    g.add_argument("--seed", type=seed_int, help="default 0")
     g.add_argument("--split", choices=["train", "test"], help="gsm: templates of the train or the test split (default test)")
     g.add_argument("--standard", action="store_true", help="arith: write the project's train/val/test sets")
     g.add_argument("--out", help="JSONL file (with --standard: a folder, default data/maths)")
@@ -238,6 +238,7 @@ def add_parser(sub) -> None:
     h.add_argument("--model-dir", required=True, help="local directory with the model and tokenizer")
     _add_eval_flags(h)
     h.set_defaults(run=_hf_eval_alias, policy="top_prob")
+    ms._choices_actions = [a for a in ms._choices_actions if a.dest != "hf-eval"]  # hidden from --help (not ==SUPPRESS==)
 
     dm = ms.add_parser("demo", help=f"fresh problems, fixed budgets and adaptive policies, one table (about {DEMO_SECONDS} s on "
                        "2 CPU cores)", formatter_class=HelpFormatter, epilog=policy_epilog(),
@@ -247,7 +248,7 @@ def add_parser(sub) -> None:
                        "to --n).")
     dm.add_argument("--n", type=positive_int, default=DEMO_N, help=f"fresh problems; the default takes about {DEMO_SECONDS} s "
                     "on 2 CPU cores, more widens the table's sample")
-    dm.add_argument("--seed", type=integer, default=2026, help="seed of the fresh problems (not a standard split's)")
+    dm.add_argument("--seed", type=seed_int, default=2026, help="seed of the fresh problems (not a standard split's)")
     dm.add_argument("--operations", type=positive_int, default=2, help="chained operations per problem (3 for maths-3step)")
     add_demo_args(dm, DEFAULT_MODEL, " ".join(DEMO_POLICIES))
     dm.set_defaults(run=_demo)
@@ -255,7 +256,7 @@ def add_parser(sub) -> None:
 
 def _add_eval_flags(e: argparse.ArgumentParser) -> None:
     e.add_argument("--problems", help="GSM8K-style JSONL (default: the first --n (200) of the standard test split)")
-    e.add_argument("--n", type=positive_int, help="only the first N problems")
+    e.add_argument("--n", type=positive_int, help="only the first N problems (default: all of --problems, else 200)")
     add_eval_args(e, DEFAULT_MODEL, batch_size=128)
     hf = [g for g in e._action_groups if g.title.startswith("Hugging Face")][0]
     hf.add_argument("--gen-length", type=positive_int, help="masked positions after the prompt (default 256)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,8 +21,9 @@ from unmask.commands.common import (
     positive_int,
     train_inputs,
 )
+from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
-from unmask.io import check_output_file
+from unmask.io import check_output_file, dumps_strict
 from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
 
 MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `proteins train` takes from flags
@@ -33,7 +33,7 @@ def _data(args: argparse.Namespace) -> None:
     from unmask.tasks.proteins.uniprot import DataConfig, build_uniprot_data
 
     manifest = build_uniprot_data(args.out, from_args(DataConfig, args))
-    print(json.dumps(manifest["splits"]), file=sys.stderr)
+    print(dumps_strict(manifest["splits"]), file=sys.stderr)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -65,6 +65,18 @@ def parse_lengths(text: str) -> tuple[int, int]:
     if not 1 <= bounds[0] <= bounds[1] <= 10_000:
         raise argparse.ArgumentTypeError(f"need 1 <= LO <= HI, got {text!r}")
     return bounds
+
+
+def parse_cdrs(text: str) -> tuple[str, ...]:
+    """``--cdrs H1,H3`` as ``("H1", "H3")``: known CDRs, each once (checked at the flag, before a model loads)."""
+    from unmask.tasks.proteins.antibody import AntibodyTask
+
+    cdrs = tuple(c.strip() for c in text.split(","))
+    try:
+        AntibodyTask(cdrs=cdrs)
+    except UnmaskError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return cdrs
 
 
 def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: int) -> list[int]:
@@ -108,7 +120,7 @@ def _generate(args: argparse.Namespace) -> None:
     write_fasta(args.out, records)
     summary = {"out": args.out, "n": len(records), "policy": spec, "mean_nfe": sum(nfe) / len(nfe), "max_nfe": max(nfe),
                "temperature": args.temperature, "seed": args.seed, "seconds": round(run.seconds, 2)}
-    print(json.dumps(summary) if args.json
+    print(dumps_strict(summary) if args.json
           else f"{len(records)} proteins by {spec} at mean NFE {summary['mean_nfe']:.2f}: {args.out}")
 
 
@@ -127,7 +139,7 @@ def _eval(args: argparse.Namespace) -> None:
     if args.train:
         m |= nearest_identity(seqs, read_fasta(args.train))
     if args.json:
-        print(json.dumps(m))
+        print(dumps_strict(m))
     else:
         print("\n".join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in m.items()))
 
@@ -162,7 +174,7 @@ def _infill(args: argparse.Namespace) -> None:
         raise UnmaskError("infill needs --model: a pretrained antibody model, e.g. hf:runs/plm/antiberty "
                           "(`unmask proteins import antiberty`)")
     check_policy(args)
-    if args.out:
+    if args.out is not None:  # (--out '' is refused, not taken for no --out)
         check_output_file(args.out, input_paths(args))
     loaded = load_for_eval(args, "antibodies")
     writer = task_denoiser("antibodies", loaded)
@@ -172,7 +184,7 @@ def _infill(args: argparse.Namespace) -> None:
         name = Path(spec.split(":", 1)[-1]).name
         judges[name if name not in judges else f"{name}_{k + 1}"] = judge
     # every model must hold the sequences: the shortest capacity lays them out
-    task = AntibodyTask(min(m.cfg.seq_len for m in [writer, *judges.values()]), tuple(args.cdrs.split(",")))
+    task = AntibodyTask(min(m.cfg.seq_len for m in [writer, *judges.values()]), args.cdrs)
     for m in [writer, *judges.values()]:
         task.check_model(m)
     antibodies = task.read(args.antibodies)
@@ -184,7 +196,7 @@ def _infill(args: argparse.Namespace) -> None:
         names = [f"{a.name}_s{j} policy={m['policy']} T={args.temperature}" for a in antibodies for j in range(args.samples)]
         write_fasta(args.out, [Record(n, s) for n, s in zip(names, decode_residues(tokens))])
     if args.json:
-        print(json.dumps(m))
+        print(dumps_strict(m))
     else:
         print("\n".join(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}" for k, v in m.items()))
 
@@ -196,7 +208,8 @@ def add_parser(sub) -> None:
     from unmask.train import TrainConfig
 
     proteins = sub.add_parser("proteins", help="protein sequences: UniProt data, train, generate, judge by JSD")
-    ps = proteins.add_subparsers(dest="action", required=True, metavar="{data,train,generate,eval,import,antibodies,infill}")
+    ps = proteins.add_subparsers(dest="action", required=True,
+                                 metavar="{data,train,train-order,generate,eval,import,antibodies,infill}")
     d = ps.add_parser("data", formatter_class=HelpFormatter,
                       help="UniProt train/val/test FASTA from Debian metastudent-data (needs ncbi-blast+ and mmseqs2)")
     d.add_argument("--out", default="data/proteins", help="folder for train.fasta, val.fasta, test.fasta, manifest.json")
@@ -214,6 +227,8 @@ def add_parser(sub) -> None:
     add_dataclass_args(t, TrainConfig)
     add_dataclass_args(t, ModelConfig, MODEL_FLAGS)
     t.set_defaults(run=_train)
+    add_train_order_parser(ps, "proteins", DEFAULT_MODEL, "FASTA of proteins (each decode starts from its length, all "
+                           "masked; its residues are x_0)")
 
     g = ps.add_parser("generate", help="generate proteins of given lengths with a decoding policy (FASTA out)",
                       formatter_class=HelpFormatter, epilog=policy_epilog())
@@ -251,7 +266,7 @@ def add_parser(sub) -> None:
     f = ps.add_parser("infill", formatter_class=HelpFormatter, epilog=policy_epilog(),
                       help="infill antibody CDRs with a policy; recovery, diversity, judges' pseudo-log-likelihood, NFE")
     f.add_argument("--antibodies", required=True, help="FASTA of heavy-chain variable domains (see `proteins antibodies`)")
-    f.add_argument("--cdrs", default="H3", help="comma-separated CDRs to mask: H1, H2, H3")
+    f.add_argument("--cdrs", type=parse_cdrs, default="H3", help="comma-separated CDRs to mask, each once: H1, H2, H3")
     f.add_argument("--samples", type=positive_int, default=4, help="infills per antibody")
     f.add_argument("--judge", action="append", metavar="MODEL",
                    help="a model scoring the infills by pseudo-log-likelihood (repeatable)")

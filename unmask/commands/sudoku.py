@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -24,12 +23,13 @@ from unmask.commands.common import (
     policy_from_args,
     positive_int,
     print_demo_table,
+    seed_int,
     train_inputs,
     write_outputs,
 )
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
-from unmask.io import check_output_file
+from unmask.io import check_output_file, dumps_strict
 from unmask.tasks.sudoku.task import DEFAULT_MODEL, DEMO_POLICIES
 
 MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `sudoku train` takes from flags
@@ -42,6 +42,10 @@ def _generate(args: argparse.Namespace) -> None:
     from unmask.tasks.sudoku.generate import STANDARD_SETS, generate
 
     if args.standard:
+        # Fixed kinds, sizes and seeds: a 5-puzzle train.csv would later be read as the standard set.
+        given = [flag for flag in ("kind", "n", "seed") if getattr(args, flag) is not None]
+        if given:
+            raise UnmaskError(f"{', '.join('--' + f for f in given)}: the --standard sets have fixed kinds, sizes and seeds")
         out = Path(args.out or "data/sudoku")
         for name, (preset, n, seed) in STANDARD_SETS.items():
             write_puzzles(out / f"{name}.csv", generate(preset, n, seed, args.workers))
@@ -49,7 +53,7 @@ def _generate(args: argparse.Namespace) -> None:
     if not args.out:
         raise UnmaskError("--out FILE is required unless --standard is given")
     check_output_file(args.out)  # before minutes of generation
-    write_puzzles(args.out, generate(args.kind, args.n, args.seed, args.workers))
+    write_puzzles(args.out, generate(args.kind or "kaggle", args.n or 1000, args.seed or 0, args.workers))
 
 
 def _widen(args: argparse.Namespace) -> None:
@@ -58,7 +62,8 @@ def _widen(args: argparse.Namespace) -> None:
     from unmask.tasks.sudoku.task import SudokuTask
 
     if not 2 <= args.low <= args.high:
-        raise UnmaskError(f"need 2 <= --low <= --high solutions, got {args.low} and {args.high}")
+        raise UnmaskError(f"--low {args.low} --high {args.high}: need 2 <= --low <= --high (a widened puzzle has several "
+                          "solutions)")
     check_output_file(args.out, input_paths(args))
     data = SudokuTask().read(args.puzzles)
     wide = widened_set(data[: args.n], args.low, args.high, args.seed)
@@ -77,7 +82,7 @@ def _eval(args: argparse.Namespace) -> None:
     task = SudokuTask()
     rule = TokenRule(args.temperature)
     check_policy(args)
-    data = task.read(args.puzzles)
+    data = task.read(args.puzzles)[: args.n]
     loaded = load_for_eval(args, task.name)
     task.check_model(loaded.denoiser)
     policy = policy_from_args(args, loaded)
@@ -88,7 +93,7 @@ def _eval(args: argparse.Namespace) -> None:
         return
     write_outputs(args, m.pop("examples", []))
     if args.json:
-        print(json.dumps(m))
+        print(dumps_strict(m))
     else:
         extra = f", {m['extra_passes']:.0f} extra passes per puzzle" if "extra_passes" in m else ""
         print(f"{m['policy']}: accuracy {m['accuracy']:.1%} on {m['n']} puzzles, mean NFE {m['mean_nfe']:.2f}{extra}, "
@@ -169,12 +174,14 @@ def add_parser(sub) -> None:
     sudoku = sub.add_parser("sudoku", help="Sudoku puzzles: generate sets, train, evaluate decoding policies, demo")
     ss = sudoku.add_subparsers(dest="action", required=True, metavar="{generate,widen,train,train-order,eval,demo}")
     g = ss.add_parser("generate", help="draw unique-solution puzzles (CSV quizzes,solutions)", formatter_class=HelpFormatter)
-    g.add_argument("--kind", choices=sorted(PRESETS), default="kaggle",
-                   help="kaggle: 30-36 givens; hard: minimal, not solvable by singles")
-    g.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
-    g.add_argument("--seed", type=integer, default=0)
+    # (defaults None, so that one given with --standard is told apart and refused)
+    g.add_argument("--kind", choices=sorted(PRESETS),
+                   help="kaggle: 30-36 givens; hard: minimal, not solvable by singles (default: kaggle)")
+    g.add_argument("--n", type=positive_int, help="number of puzzles (default: 1000)")
+    g.add_argument("--seed", type=seed_int, help="puzzle k is drawn from (SEED, k): a smaller --n is a prefix (default: 0)")
     g.add_argument("--out", help="CSV file (with --standard: a folder, default data/sudoku)")
-    g.add_argument("--standard", action="store_true", help="write the project's train/val/test sets")
+    g.add_argument("--standard", action="store_true",
+                   help="write the project's train/val/test sets (fixed kinds, sizes and seeds: not with --kind, --n, --seed)")
     g.add_argument("--workers", type=positive_int, default=1, help="processes (the output does not depend on it)")
     g.set_defaults(run=_generate)
 
@@ -182,9 +189,10 @@ def add_parser(sub) -> None:
                       formatter_class=HelpFormatter)
     w.add_argument("--puzzles", required=True, help="CSV of puzzles to widen (their first --n)")
     w.add_argument("--n", type=positive_int, default=1000, help="number of puzzles")
-    w.add_argument("--low", type=positive_int, default=2, help="fewest solutions of a widened puzzle")
-    w.add_argument("--high", type=positive_int, default=64, help="most solutions of a widened puzzle")
-    w.add_argument("--seed", type=integer, default=0, help="seed of the order in which givens are blanked")
+    # (plain integers: one check, `2 <= --low <= --high`, says what is wrong with either)
+    w.add_argument("--low", type=integer, default=2, help="fewest solutions of a widened puzzle (>= 2)")
+    w.add_argument("--high", type=integer, default=64, help="most solutions of a widened puzzle (>= --low)")
+    w.add_argument("--seed", type=seed_int, default=0, help="seed of the order in which givens are blanked")
     w.add_argument("--out", required=True, help="CSV file (quizzes only: a decode is scored as a valid grid)")
     w.set_defaults(run=_widen)
 
@@ -194,6 +202,7 @@ def add_parser(sub) -> None:
     e = ss.add_parser("eval", help="decode puzzles with a policy; accuracy, mean NFE, puzzles/s",
                       formatter_class=HelpFormatter, epilog=policy_epilog())
     e.add_argument("--puzzles", required=True, help="CSV with quizzes[,solutions]")
+    e.add_argument("--n", type=positive_int, help="only the first N puzzles (default: all)")
     add_eval_args(e, DEFAULT_MODEL, batch_size=250)
     e.set_defaults(run=_eval)
 
@@ -204,7 +213,7 @@ def add_parser(sub) -> None:
                        "time\ngrows about in proportion to --n).")
     dm.add_argument("--n", type=positive_int, default=DEMO_N, help=f"puzzles of each kind (kaggle-density and hard); the default "
                     f"takes about {DEMO_SECONDS} s on 2 CPU cores, more widens the table's sample")
-    dm.add_argument("--seed", type=integer, default=2026, help="seed of the fresh puzzles")
+    dm.add_argument("--seed", type=seed_int, default=2026, help="seed of the fresh puzzles")
     add_demo_args(dm, DEFAULT_MODEL, " ".join(DEMO_POLICIES))
     dm.set_defaults(run=_demo)
 

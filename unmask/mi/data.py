@@ -23,11 +23,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from unmask import checks
 from unmask.decode import decode, parse_policy
 from unmask.denoiser import Denoiser
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, make_dir
+from unmask.io import atomic_write, dumps_strict, make_dir
 from unmask.mi.exact import exact_mi
+
+PROBE_BATCH = 1024  # probe sequences per forward pass, unless a build says otherwise
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,11 @@ class MIDataConfig:
     seed: int = 0  # seeds prompt choice, state step and row choice of every shard
 
     def __post_init__(self) -> None:
-        if self.states < 1 or self.shard_size < 1 or self.rows < 0:
-            raise UnmaskError("states and shard_size must be positive, rows >= 0")
-        if not 0 <= self.eps < 1:  # also refuses NaN
-            raise UnmaskError(f"eps must be in [0, 1), got {self.eps}")
+        checks.integer("states", self.states, 1)
+        checks.integer("shard_size", self.shard_size, 1)
+        checks.integer("rows", self.rows, 0)
+        checks.integer("seed", self.seed, 0)
+        checks.between("eps", self.eps, 0, 1, "[)")
         parse_policy(self.policy)
 
     @property
@@ -65,8 +69,10 @@ def states_along(denoiser, start: torch.Tensor, policy: str, seeds: torch.Tensor
     return torch.where(masked, denoiser.mask_id, traj.tokens)
 
 
-def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> dict[str, np.ndarray]:
-    """States and exact MI rows of shard ``k`` (deterministic in ``cfg.seed`` and ``k``)."""
+def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int,
+                probe_batch: int = PROBE_BATCH) -> dict[str, np.ndarray]:
+    """States and exact MI rows of shard ``k`` (deterministic in ``cfg.seed`` and ``k``; ``probe_batch``
+    probe sequences go through the model at a time)."""
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + k)
     n = min(cfg.shard_size, cfg.states - k * cfg.shard_size)
     idx = torch.randint(len(prompts), (n,), generator=gen)
@@ -74,7 +80,7 @@ def build_shard(denoiser, prompts: torch.Tensor, cfg: MIDataConfig, k: int) -> d
     masked = tokens == denoiser.mask_id
     score = torch.rand(tokens.shape, generator=gen).masked_fill(~masked, -1.0)
     rows = masked if cfg.rows == 0 else masked & (score.argsort(1, descending=True).argsort(1) < cfg.rows)
-    res = exact_mi(denoiser, tokens, rows=rows, eps=cfg.eps)
+    res = exact_mi(denoiser, tokens, rows=rows, eps=cfg.eps, batch_size=probe_batch)
     return {
         "tokens": tokens.numpy().astype(np.int32),
         "prompt": idx.numpy().astype(np.int64),
@@ -94,9 +100,9 @@ def _write_shard(out: Path, k: int, arrays: dict[str, np.ndarray]) -> None:
     atomic_write(shard_path(out, k), lambda p: Path(p).write_bytes(buf.getvalue()))
 
 
-def _worker(load, prompts, cfg: MIDataConfig, out: Path, k: int) -> int:
+def _worker(load, prompts, cfg: MIDataConfig, out: Path, probe_batch: int, k: int) -> int:
     torch.set_num_threads(1)
-    _write_shard(out, k, build_shard(load(), prompts, cfg, k))
+    _write_shard(out, k, build_shard(load(), prompts, cfg, k, probe_batch))
     return k
 
 
@@ -112,12 +118,12 @@ def _check_manifest(out: Path, manifest: dict) -> None:
             diff = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
             raise UnmaskError(f"{out} holds MI data built with other {diff}; use another --out")
     else:
-        atomic_write(path, lambda p: Path(p).write_text(json.dumps(manifest, indent=1) + "\n"))
+        atomic_write(path, lambda p: Path(p).write_text(dumps_strict(manifest, indent=1) + "\n"))
 
 
 def build_mi_data(
     load: Callable[[], Denoiser], prompts: torch.Tensor, cfg: MIDataConfig, out: str | os.PathLike, workers: int = 1,
-    progress: bool = True, source: dict | None = None,
+    progress: bool = True, source: dict | None = None, probe_batch: int = PROBE_BATCH, denoiser: Denoiser | None = None,
 ) -> int:
     """Write every missing shard into ``out``; returns how many were built now.
 
@@ -125,25 +131,48 @@ def build_mi_data(
         load: a picklable callable returning the denoiser (each worker loads its own copy).
         prompts: ``(N, L)`` starting states (e.g. puzzles) the trajectories start from.
         source: what identifies the model and prompts (e.g. file hashes), kept in the manifest.
+        probe_batch: probe sequences per forward pass (a resumed build must keep it: see the manifest).
+        denoiser: the model already loaded (one worker only; else ``load()`` is called).
     """
     out = make_dir(out)
     digest = hashlib.sha256(prompts.numpy().tobytes()).hexdigest()[:16]
-    _check_manifest(out, {"config": asdict(cfg), "prompts_sha256": digest, **(source or {})})
+    # Another probe batch can change the last bits of a forward pass, so a build keeps its own (recorded only
+    # when not the default, so that builds made before it was recorded still resume).
+    batch = {} if probe_batch == PROBE_BATCH else {"probe_batch": probe_batch}
+    _check_manifest(out, {"config": asdict(cfg), "prompts_sha256": digest, **(source or {}), **batch})
     todo = [k for k in range(cfg.shards) if not shard_path(out, k).is_file()]
     size = lambda k: min(cfg.shard_size, cfg.states - k * cfg.shard_size)  # noqa: E731  states in shard k
     done = cfg.states - sum(size(k) for k in todo)
     bar = tqdm(total=cfg.states, initial=done, disable=not progress, desc="mi data", unit="state")
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            for k in pool.map(partial(_worker, load, prompts, cfg, out), todo):
+            for k in pool.map(partial(_worker, load, prompts, cfg, out, probe_batch), todo):
                 bar.update(size(k))
-    else:
-        denoiser = load()
+    elif todo:
+        denoiser = denoiser or load()
         for k in todo:
-            _write_shard(out, k, build_shard(denoiser, prompts, cfg, k))
+            _write_shard(out, k, build_shard(denoiser, prompts, cfg, k, probe_batch))
             bar.update(size(k))
     bar.close()
     return len(todo)
+
+
+def data_cost(cfg: MIDataConfig, prompts: torch.Tensor, denoiser: Denoiser) -> str:
+    """What a build will cost, said before it starts: the trajectory passes and the probe passes of
+    every state, at most (the ε-truncation skips the values below ``cfg.eps``, so fewer are spent)."""
+    masked = int((prompts == denoiser.mask_id).sum(1).max())  # the most masked positions a prompt has
+    values = denoiser.vocab_size - (0 <= denoiser.mask_id < denoiser.vocab_size)  # values a position can take
+    rows = min(cfg.rows, masked) if cfg.rows else masked
+    per_state = 1 + rows * values
+    return (f"mi data: {cfg.states:,} states in {cfg.shards} shards; each state costs its {cfg.policy} trajectory "
+            f"(at most {masked} passes) and at most 1 + {rows} rows x {values} values = {per_state:,} probe passes: "
+            f"at most {cfg.states * (per_state + masked):,} forward passes in all (eps = {cfg.eps:g} skips the "
+            f"values less likely than it)")
+
+
+def passes_spent(directory: str | os.PathLike) -> int:
+    """The probe passes the finished shards of a data directory spent (base passes included)."""
+    return sum(int(np.load(f)["passes"].sum()) for f in sorted(Path(directory).glob("shard-*.npz")))
 
 
 def load_mi_data(directory: str | os.PathLike) -> dict[str, torch.Tensor]:

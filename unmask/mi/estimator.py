@@ -78,6 +78,9 @@ class MIHead(nn.Module):
     def forward(self, hidden: torch.Tensor, probs: torch.Tensor | None = None) -> torch.Tensor:
         """``hidden`` ``(B, N, D)``, ``probs`` ``(B, N, V)`` (:func:`predicted_values`; read only by a head
         with ``n_values``) → ``(B, N, N)``."""
+        if hidden.shape[-1] != self.cfg.d_in:
+            raise UnmaskError(f"this MI head reads hidden states of width {self.cfg.d_in}, the model gives {hidden.shape[-1]}: "
+                              "it was trained for another model")
         x = hidden
         if self.cfg.n_values:
             if probs is None or probs.shape != (*hidden.shape[:-1], self.cfg.n_values):
@@ -100,11 +103,16 @@ def save_head(head: MIHead, directory: str | os.PathLike, extra: dict | None = N
     artifacts.save(directory, artifacts.MI_HEAD, head.state_dict(), head.cfg, extra)
 
 
-def load_head(directory: str | os.PathLike, required: bool = True) -> MIHead | None:
-    """Load the MI head saved in a model directory (None if absent and not ``required``)."""
+def load_head(directory: str | os.PathLike, required: bool = True, base: str | os.PathLike | None = None) -> MIHead | None:
+    """Load the MI head saved in ``directory`` (None if absent and not ``required``).
+
+    ``base``: the weights of the model it will read (a model folder or file); a head trained for
+    another model is refused (:func:`unmask.artifacts.check_base`).
+    """
     if not required and not artifacts.exists(directory, artifacts.MI_HEAD):
         return None
     meta = artifacts.read_meta(directory, artifacts.MI_HEAD)
+    artifacts.check_base(meta, directory, artifacts.MI_HEAD, base)
     head = MIHead(artifacts.build_config(HeadConfig, meta["config"], Path(directory) / HEAD_CONFIG))
     artifacts.load_state(head, artifacts.load_tensors(directory, artifacts.MI_HEAD), Path(directory) / HEAD_WEIGHTS)
     return head.eval()

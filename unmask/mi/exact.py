@@ -94,6 +94,9 @@ def symmetrise(raw: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return torch.where(both, 0.5 * (raw + t), raw + t * ~rows[:, :, None])
 
 
+ROW_MEMORY = 1 << 30  # bytes the per-row sums of one group of probed rows may take (a large vocabulary splits rows)
+
+
 @torch.no_grad()
 def exact_mi(
     denoiser: Denoiser,
@@ -136,8 +139,11 @@ class RowProbes:
         """Compute the masked rows of ``rows`` ``(B, L)`` bool not computed yet; the result so far (a
         new :class:`ExactMI`: an earlier one is never changed)."""
         new = rows & self.masked & ~self.result.rows  # (B, L)
-        if new.any():
-            self.result = self._add(*new.nonzero(as_tuple=True))
+        bs, ks = new.nonzero(as_tuple=True)  # (R,) each
+        n, v = self.tokens.shape[1], self.p.shape[-1]
+        group = max(1, ROW_MEMORY // (3 * n * v * 8))  # rows whose three (R, L, V)-sized float64 sums fit the cap
+        for k in range(0, len(bs), group):  # (one group for a small model; a large vocabulary takes several)
+            self.result = self._add(bs[k : k + group], ks[k : k + group])
         return self.result
 
     def _add(self, bs: torch.Tensor, ks: torch.Tensor) -> ExactMI:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from unmask.decode import decode_steps
+from unmask.order.net import log_p_clean
 from unmask.order.policy import PosteriorOrder, TrueTokens
 
 EPS = 1e-4  # ε: how far P̃ keeps its probabilities from 0 and 1
@@ -92,7 +93,7 @@ def rollout(denoiser, start: torch.Tensor, clean: torch.Tensor, prior, posterior
             result = done.value
             break
         st, rows = step.state, step.state.rows
-        true_lp = st.log_probs.gather(-1, x0[rows][..., None]).squeeze(-1)  # (R, L) log p_θ(x_0^n | x_t)
+        true_lp = log_p_clean(st, x0[rows])  # (R, L) log p_θ(x_0^n | x_t)
         q = q_policy.probs(st)
         p = prior.probs(st, budget)
         zeros = torch.zeros(n, device=tokens.device)

@@ -27,6 +27,7 @@ import torch.nn as nn
 from unmask import artifacts
 from unmask.decode.scores import entropy, margin, top_prob
 from unmask.decode.state import DecodeState
+from unmask.errors import UnmaskError
 
 CONFIDENCE_FEATURES = ("entropy", "top_prob", "margin", "progress", "masked_share")  # what P_ψ sees besides hidden states
 CLEAN_FEATURES = ("log_p_true", "argmax_right")  # what Q_φ sees besides (it knows x_0)
@@ -52,9 +53,16 @@ def confidence_features(state: DecodeState, budget: int) -> torch.Tensor:
     return torch.stack([entropy(p), top_prob(p), margin(p), progress, share], -1)  # (B, L, 5)
 
 
+def log_p_clean(state: DecodeState, clean: torch.Tensor) -> torch.Tensor:
+    """``(B, L)`` log p_θ(x_0^n | x_t) at the masked positions, 0 at the given ones (which may hold a token
+    the model never predicts, e.g. the protein task's end marker)."""
+    index = torch.where(state.masked, clean, 0)  # (B, L) a predictable id wherever it is read
+    return state.log_probs.gather(-1, index[..., None]).squeeze(-1).masked_fill(~state.masked, 0.0)
+
+
 def clean_features(state: DecodeState, clean: torch.Tensor) -> torch.Tensor:
     """``(B, L, 2)`` log p_θ(x_0^n | x_t) and whether the argmax is x_0^n (``clean`` (B, L) ids)."""
-    lp = state.log_probs.gather(-1, clean[..., None]).squeeze(-1).clamp_min(-30.0)  # (B, L)
+    lp = log_p_clean(state, clean).clamp_min(-30.0)  # (B, L)
     right = (state.logits.argmax(-1) == clean).float()
     return torch.stack([lp, right], -1)
 
@@ -86,6 +94,9 @@ class OrderNet(nn.Module):
 
     def forward(self, state: DecodeState, clean: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, L)`` scores s_n (higher goes first); ``clean`` (B, L) is needed by the posterior."""
+        if state.hidden.shape[-1] != self.cfg.d_in:
+            raise UnmaskError(f"this order policy reads hidden states of width {self.cfg.d_in}, the model gives "
+                              f"{state.hidden.shape[-1]}: it was trained for another model")
         feats = self.features(state, clean)
         h = torch.nn.functional.gelu(self.hidden_in(self.norm(state.hidden.float())) + self.feat_in(feats))  # (B, L, H)
         return (self.out(h) + self.direct(feats)).squeeze(-1)
@@ -113,9 +124,14 @@ def save_order_net(net: OrderNet, directory: str | os.PathLike, extra: dict | No
     artifacts.save(directory, artifacts.ORDER_POLICY, net.state_dict(), net.cfg, extra)
 
 
-def load_order_net(directory: str | os.PathLike) -> OrderNet:
-    """The order policy P_ψ saved in a model directory (UnmaskError, one line, if absent or bad)."""
+def load_order_net(directory: str | os.PathLike, base: str | os.PathLike | None = None) -> OrderNet:
+    """The order policy P_ψ saved in ``directory`` (UnmaskError, one line, if absent or bad).
+
+    ``base``: the weights of the model it will read (a model folder or file); a policy trained for
+    another model is refused (:func:`unmask.artifacts.check_base`).
+    """
     meta = artifacts.read_meta(directory, artifacts.ORDER_POLICY)
+    artifacts.check_base(meta, directory, artifacts.ORDER_POLICY, base)
     net = OrderNet(artifacts.build_config(OrderConfig, meta["config"], Path(directory) / artifacts.ORDER_POLICY.meta))
     artifacts.load_state(net, artifacts.load_tensors(directory, artifacts.ORDER_POLICY),
                          Path(directory) / artifacts.ORDER_POLICY.weights)

@@ -11,6 +11,7 @@ for ``--model RUN/model --policy learned``.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -20,9 +21,10 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from unmask import artifacts
+from unmask import artifacts, checks
 from unmask.dist import all_gather, average_gradients, rank_world
 from unmask.errors import UnmaskError
+from unmask.io import dumps_strict
 from unmask.model import resolve_device, save_model
 from unmask.optim import warmup_cosine
 from unmask.order.elbo import order_loss, rollout
@@ -46,7 +48,7 @@ class OrderTrainConfig:
     step_cost: float = 0.0  # c: nats charged per forward pass; trains ELBO − c·NFE so the policy trades passes (0: plain ELBO)
     d_hidden: int = 64  # hidden width of the order networks
     lr: float = 3e-3  # peak learning rate of the order networks
-    warmup: int = 20  # linear warm-up steps
+    warmup: int = 20  # linear warm-up steps (at most steps)
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
     grad_clip: float = 1.0  # max global gradient norm
     finetune: bool = False  # also train the denoiser (θ) on the likelihood terms
@@ -57,14 +59,22 @@ class OrderTrainConfig:
     device: str = "cpu"  # where the denoiser, the networks and the rollouts run
 
     def __post_init__(self) -> None:
-        if min(self.budget, self.steps, self.batch_size, self.eval_every, self.ckpt_every) < 1:
-            raise UnmaskError("budget, steps, batch_size, eval_every and ckpt_every must be >= 1")
-        if self.samples < 2:
-            raise UnmaskError(f"samples must be >= 2 (the leave-one-out baseline needs another rollout), got {self.samples}")
-        if not self.step_cost >= 0:
-            raise UnmaskError(f"step_cost must be >= 0 (nats per forward pass), got {self.step_cost}")
-        if not (self.tau > 0 and self.lr > 0 and self.finetune_lr > 0 and self.grad_clip > 0 and self.warmup >= 0):
-            raise UnmaskError("need tau > 0, lr > 0, finetune_lr > 0, grad_clip > 0, warmup >= 0")
+        for name in ("budget", "steps", "batch_size", "d_hidden", "eval_every", "ckpt_every"):
+            checks.integer(name, getattr(self, name), 1)
+        if not (isinstance(self.samples, int) and self.samples >= 2):
+            raise UnmaskError(f"samples must be >= 2 (the leave-one-out baseline needs another rollout), got {self.samples!r}")
+        checks.integer("warmup", self.warmup, 0)
+        if self.warmup > self.steps:  # the schedule would end part-way up its ramp, never at lr nor decayed
+            raise UnmaskError(f"warmup must be <= steps (the learning rate peaks after warmup steps), got warmup {self.warmup} "
+                              f"> steps {self.steps}")
+        for name in ("tau", "lr", "finetune_lr", "grad_clip"):
+            checks.positive(name, getattr(self, name))
+        checks.between("min_lr_ratio", self.min_lr_ratio, 0, 1)
+        if not (isinstance(self.step_cost, (int, float)) and 0 <= self.step_cost < math.inf):
+            raise UnmaskError(f"step_cost must be >= 0 nats per forward pass (finite), got {self.step_cost}")
+
+
+FINETUNED = "model"  # the run folder's sub-folder holding the fine-tuned model of a finetune run
 
 
 def train_order(
@@ -99,8 +109,13 @@ def train_order(
     d_in = denoiser(starts[:1].to(denoiser.device)).hidden.shape[-1]
     prior = OrderNet(OrderConfig(d_in, cfg.d_hidden, cfg.tau, cfg.budget)).to(device)
     posterior = OrderNet(OrderConfig(d_in, cfg.d_hidden, cfg.tau, cfg.budget, posterior=True)).to(device)
-    denoiser = denoiser.to(device).eval()
-    denoiser.requires_grad_(cfg.finetune)
+    if isinstance(denoiser, torch.nn.Module):  # an unmask model: moved, and trained with finetune
+        denoiser = denoiser.to(device).eval()
+        denoiser.requires_grad_(cfg.finetune)
+    elif cfg.finetune:
+        raise UnmaskError("finetune trains an unmask model's weights; a pretrained model (hf:, esmc:) stays frozen")
+    elif torch.device(denoiser.device).type != device.type:
+        raise UnmaskError(f"the model is on {denoiser.device}, training on {device}: load it on the training device")
     groups = [{"params": [*prior.parameters(), *posterior.parameters()], "peak": cfg.lr}]
     if cfg.finetune:
         groups.append({"params": list(denoiser.parameters()), "peak": cfg.finetune_lr})
@@ -154,7 +169,9 @@ def train_order(
 
 def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, elapsed: float, sums: dict,
               validate, rank: int, source: dict | None) -> None:
-    """Every rank validates (a sharded evaluator gathers from all); rank 0 logs and exports ``model/``."""
+    """Every rank validates (a sharded evaluator gathers from all); rank 0 logs and exports the order policy
+    into ``out`` (never a copy of the base model): decode with ``--order OUT``. With ``finetune``, the
+    fine-tuned model goes to ``out/model`` and the policy records it as its base."""
     prior.eval()
     n = max(sums.get("n", 1), 1)
     record = {"step": step, "minutes": round(elapsed / 60, 2), "device": cfg.device,
@@ -165,15 +182,16 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
     prior.train()
     if rank != 0:
         return
-    export = out / "model"
+    base = {"base_model": str(model_dir)}
     if cfg.finetune:
-        save_model(denoiser, export, {"order_train": record, "base_model": str(model_dir)})
-    else:
-        artifacts.copy_model(model_dir, export)
-    save_order_net(prior, export, {"train": record, "base_model": str(model_dir), "train_config": asdict(cfg),
-                                   "source": source or {}})  # source: e.g. the base model's hash, checked by its users
+        save_model(denoiser, out / FINETUNED, {"order_train": record, "base_model": str(model_dir)})
+        base = {"base_model": str(out / FINETUNED), artifacts.BASE_SHA256: artifacts.model_digest(out / FINETUNED)}
+    elif (source or {}).get("model_sha256"):
+        base[artifacts.BASE_SHA256] = source["model_sha256"]
+    save_order_net(prior, out, {"train": record, **base, "train_config": asdict(cfg),
+                                "source": source or {}})  # source: e.g. the base model's hash, checked by its users
     append_log(out, record)
-    tqdm.write(str(record))
+    tqdm.write(dumps_strict(record))  # one JSON line, as the MDM trainer prints
 
 
 def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int,

@@ -1,17 +1,19 @@
-"""Pretrained protein LMs behind the protein task: ESM-2 (Hugging Face) and ESM-C on tiny random configs built
-here, the AntiBERTy / Sapiens imports where their wheels are installed, and the commands that use them."""
+"""Pretrained protein LMs behind the protein task: ESM-2 (Hugging Face) on a tiny random config built here, the
+AntiBERTy / Sapiens imports where their wheels are installed, and the commands that use them. ESM-C (an ``hf:``
+folder or EvolutionaryScale's ``esmc:`` file) is in ``tests/adapters/test_esmc.py``."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
+import stat
 
 import pytest
 import torch
 
 pytest.importorskip("transformers")
 
+from tests.fixtures.protein_models import ESM_VOCAB, HEAVY  # noqa: E402
 from unmask.adapters import load_denoiser  # noqa: E402
 from unmask.decode import TokenRule, parse_policy  # noqa: E402
 from unmask.errors import UnmaskError  # noqa: E402
@@ -21,25 +23,6 @@ from unmask.tasks.proteins.antibody import AntibodyTask, read_antibodies  # noqa
 from unmask.tasks.proteins.fasta import AMINO_ACIDS, read_fasta  # noqa: E402
 from unmask.tasks.proteins.plm import protein_vocab  # noqa: E402
 from unmask.tasks.proteins.task import EOS_ID, MASK_ID, decode_residues, encode_residues, length_prompts  # noqa: E402
-
-HEAVY = Path(__file__).resolve().parents[3] / "benchmarks" / "proteins" / "data" / "heavy_chains.fasta"
-ESM_VOCAB = ["<cls>", "<pad>", "<eos>", "<unk>", *"LAGVSERTIDPKQNFYMHWCXBUZO.-", "<null_1>", "<mask>"]  # ESM-2's 33
-
-
-@pytest.fixture(scope="module")
-def esm2_dir(tmp_path_factory):
-    """A tiny randomly initialised ESM-2 (rotary positions) with ESM-2's tokenizer, saved as a local model."""
-    from transformers import EsmConfig, EsmForMaskedLM, EsmTokenizer
-
-    d = tmp_path_factory.mktemp("esm2")
-    (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
-    EsmTokenizer(str(d / "vocab.txt")).save_pretrained(d)
-    torch.manual_seed(0)
-    cfg = EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=160, position_embedding_type="rotary",
-                    pad_token_id=1, mask_token_id=32, token_dropout=False)
-    EsmForMaskedLM(cfg).eval().save_pretrained(d)
-    return d
 
 
 def test_esm2_maps_residues_through_its_tokenizer(esm2_dir):
@@ -109,53 +92,17 @@ def test_commands_refuse_what_cannot_work(esm2_dir, tmp_path, cli):
     assert code == 2 and "CDRs must be" in err
     code, _, err = cli(["mi", "data", "--task", "antibodies", "--examples", HEAVY, "--out", tmp_path / "d"])
     assert code == 2 and "no shipped model" in err
-    code, _, err = cli(["mi", "data", "--task", "proteins", "--model", f"hf:{esm2_dir}", "--examples", HEAVY, "--out",
-                        tmp_path / "d"])
-    assert code == 2 and "unmask model directory" in err
     code, _, err = cli(["proteins", "import", "nothing"])
     assert code == 2
     for task in ("sudoku", "maths"):  # only tasks that map a pretrained model onto their ids take one
         code, _, err = cli(["mi", "map", "--task", task, "--model", f"hf:{esm2_dir}", "--examples", HEAVY])
-        assert code == 2 and "only mi map --task proteins or antibodies" in err
-    code, _, err = cli(["mi", "data", "--task", "proteins", "--model", "esmc:/nowhere.pth", "--examples", HEAVY,
-                        "--out", tmp_path / "d"])
-    assert code == 2 and "unmask model directory" in err
+        assert code == 2 and "reads its own token ids" in err and "proteins, antibodies" in err
+    for verb in (["mi", "data", "--out", tmp_path / "d", "--examples", HEAVY], ["mi", "train", "--data", tmp_path / "d"],
+                 ["sudoku", "train-order", "--data", HEAVY, "--out", tmp_path / "o"]):
+        code, _, err = cli([*verb, *(["--task", "sudoku"] if verb[0] == "mi" else []), "--model", f"hf:{esm2_dir}"])
+        assert code == 2 and "reads its own token ids" in err, verb
     code, _, err = cli(["mi", "train", "--task", "sudoku", "--data", tmp_path / "d", "--link", "sigmoid"])
     assert code == 2 and "link must be one of" in err
-
-
-@pytest.mark.skipif(importlib.util.find_spec("esm") is None, reason="ESM-C needs the esm package (pip install --no-deps esm)")
-def test_esmc_from_a_weights_file(tmp_path):
-    from unmask.adapters.esmc import build_esmc, esmc_shape
-
-    torch.manual_seed(0)
-    model = build_esmc(d_model=64, n_heads=1, n_layers=2).eval()
-    assert esmc_shape(model.state_dict()) == {"d_model": 64, "n_heads": 1, "n_layers": 2}
-    torch.save(model.state_dict(), tmp_path / "esmc_tiny.pth")
-    loaded = load_denoiser(f"esmc:{tmp_path / 'esmc_tiny.pth'}")
-    assert loaded.kind == "esmc" and loaded.directory == tmp_path
-    den = task_denoiser("proteins", loaded)
-    tok = loaded.tokenizer
-    assert [tok.convert_ids_to_tokens(i) for i in den.vocab.predict] == list(AMINO_ACIDS)
-    x = encode_residues(["MKV", "ACDEFG"], 8)
-    x[1, 1] = MASK_ID
-    ids = torch.tensor([[0, 20, 15, 7, 2, 1, 1, 1], [0, 5, 32, 13, 9, 18, 6, 2]])
-    with torch.no_grad():
-        ref = model(sequence_tokens=ids, sequence_id=ids != 1).sequence_logits
-    out = den(x)
-    assert torch.allclose(out.logits[0, :3], ref[0, 1:4][:, list(den.vocab.predict)], atol=1e-5)
-    assert torch.allclose(out.logits[1, :6], ref[1, 1:7][:, list(den.vocab.predict)], atol=1e-5)
-    run_ = decode_all(den, length_prompts([4, 7], 8), parse_policy("topk:k=2"), TokenRule(1.0), seed=1)
-    assert [len(s) for s in decode_residues(run_.result.tokens)] == [4, 7]
-
-
-def test_esmc_bad_files(tmp_path):
-    with pytest.raises(UnmaskError, match="no ESM-C weights file"):
-        load_denoiser(f"esmc:{tmp_path / 'missing.pth'}")
-    torch.save({"something": torch.zeros(2)}, tmp_path / "other.pth")
-    if importlib.util.find_spec("esm") is not None:
-        with pytest.raises(UnmaskError, match="not an ESM-C state dict"):
-            load_denoiser(f"esmc:{tmp_path / 'other.pth'}")
 
 
 needs = {name: importlib.util.find_spec(name) is not None for name in ("antiberty", "sapiens")}
@@ -170,6 +117,8 @@ def test_imported_models_know_antibodies(name, package, floor, tmp_path, cli):
         pytest.skip(f"{package} is not installed (pip install --no-deps {package})")
     code, out, err = cli(["proteins", "import", name, "--out", tmp_path / name])
     assert code == 0, err
+    # Bug caught: the weights written 0600 (as transformers 5 writes them), unreadable by the others who share the model.
+    assert stat.S_IMODE((tmp_path / name / "model.safetensors").stat().st_mode) == 0o644
     den = task_denoiser("antibodies", load_denoiser(f"hf:{tmp_path / name}"))
     antibodies = AntibodyTask(den.cfg.seq_len).read(HEAVY)
     x0 = encode_residues([a.sequence for a in antibodies], 130)

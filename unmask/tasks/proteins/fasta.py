@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from unmask.errors import UnmaskError
-from unmask.io import atomic_write, read_text
+from unmask.io import atomic_write, fasta_records, read_text
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard residues, in the order of their token ids
 RESIDUE_INDEX = {c: i for i, c in enumerate(AMINO_ACIDS)}  # residue letter → token id
@@ -28,36 +28,16 @@ class Record:
 
 def parse_fasta(text: str, where: str = "<text>") -> list[Record]:
     """The records of FASTA ``text``; UnmaskError naming ``where`` and the line for any problem."""
-    records: list[Record] = []
-    name, parts, start = None, [], 0
 
-    def close() -> None:
-        if name is None:
-            return
-        seq = "".join(parts)
-        if not seq:
-            raise UnmaskError(f"{where}:{start}: record {name[:40]!r} has no sequence")
-        records.append(Record(name, seq))
-
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith(">"):
-            close()
-            name, parts, start = line[1:].strip(), [], line_no
-            if not name:
-                raise UnmaskError(f"{where}:{line_no}: empty header (a name must follow '>')")
-            continue
-        if name is None:
-            raise UnmaskError(f"{where}:{line_no}: sequence line before any '>' header")
+    def residues(line: str, at: str) -> str:
         seq = line.replace(" ", "").upper()
         bad = next((c for c in seq if c not in AMINO_ACIDS), None)
         if bad is not None:
             what = "a stop codon '*'" if bad == "*" else f"{bad!r}, not one of the 20 standard amino acids"
-            raise UnmaskError(f"{where}:{line_no}: {what}")
-        parts.append(seq)
-    close()
+            raise UnmaskError(f"{at}: {what}")
+        return seq
+
+    records = [Record(name, seq) for name, seq in fasta_records(text, where, residues)]
     if not records:
         raise UnmaskError(f"{where}: no FASTA records")
     return records
