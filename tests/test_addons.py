@@ -36,7 +36,9 @@ def test_model_digest_reads_the_weights_and_nothing_else(tmp_path):
     (d / "mi_head.safetensors").write_bytes(b"head")
     (d / "order_policy.safetensors").write_bytes(b"order")
     (d / "config.json").write_text("{}")
-    assert artifacts.model_digest(d) == one  # add-ons and configs are not the model
+    for other in ("checkpoint.pt", "optimizer.pt", "training_args.bin", "rng_state.pth"):  # a trainer's state
+        (d / other).write_bytes(b"state")
+    assert artifacts.model_digest(d) == one  # add-ons, configs and training state are not the model
     (d / "model-00002.safetensors").write_bytes(b"def")  # a second shard
     two = artifacts.model_digest(d)
     assert two != one
@@ -44,6 +46,11 @@ def test_model_digest_reads_the_weights_and_nothing_else(tmp_path):
     assert artifacts.model_digest(d) != two
     with pytest.raises(UnmaskError, match="no model weights"):
         artifacts.model_digest(tmp_path / "empty")
+    hf = tmp_path / "hf"  # a folder of the older format: pytorch_model.bin
+    hf.mkdir()
+    (hf / "pytorch_model.bin").write_bytes(b"abc")
+    (hf / "training_args.bin").write_bytes(b"args")
+    assert artifacts.model_digest(hf) == one
 
 
 @pytest.mark.parametrize("recorded", [{"base_model_sha256": "0" * 16}, {"source": {"model_sha256": "0" * 16}}])
@@ -95,12 +102,43 @@ def test_a_head_of_another_width_is_refused_in_one_line(tmp_path, sudoku_files, 
     from unmask.mi.estimator import HeadConfig, MIHead, save_head
 
     model_dir, puzzles = sudoku_files
-    save_head(MIHead(HeadConfig(d_in=64)), tmp_path / "h")  # no digest recorded: the width still tells
-    code, _, err = cli(
-        ["sudoku", "eval", "--model", model_dir, "--puzzles", puzzles, "--policy", "mi:lam=1", "--head", tmp_path / "h"]
-    )
+    save_head(MIHead(HeadConfig(d_in=64)), model_dir)  # beside the model, no digest recorded: the width still tells
+    code, _, err = cli(["sudoku", "eval", "--model", model_dir, "--puzzles", puzzles, "--policy", "mi:lam=1"])
     last = err.strip().splitlines()[-1]  # (after the decode's progress bar: the width shows at the first forward pass)
     assert code == 2 and "Traceback" not in err and last.startswith("unmask: error: this MI head reads hidden states of width 64")
+
+
+def test_an_add_on_named_on_its_own_must_name_its_model(tmp_path, sudoku_files, cli):
+    # Bugs caught: a head saved before digests were recorded (or by save_head without base=) used through
+    # --head with any model of its width, unchecked; the library skipping the check when base is not given.
+    from unmask.mi.estimator import HeadConfig, MIHead, save_head
+    from unmask.model import load_model
+    from unmask.policies import build_policy
+
+    model_dir, puzzles = sudoku_files
+    save_head(MIHead(HeadConfig(d_in=16)), tmp_path / "bare")
+    code, _, err = cli(["sudoku", "eval", "--model", model_dir, "--puzzles", puzzles, "--policy", "mi:lam=1",
+                        "--head", tmp_path / "bare"])
+    assert code == 2 and err.count("\n") == 1 and "records no base model" in err
+    save_head(MIHead(HeadConfig(d_in=16)), tmp_path / "tied", base=model_dir)  # the library records it with base=
+    model = load_model(model_dir)
+    assert build_policy("mi:lam=1", model, head_dir=tmp_path / "tied", base=model_dir).head is not None
+    with pytest.raises(UnmaskError, match="give base= too"):
+        build_policy("mi:lam=1", model, head_dir=tmp_path / "tied")
+
+
+def test_an_order_exported_beside_its_finetuned_model_still_belongs_to_it(tmp_path, sudoku_files):
+    # Bug caught: orders exported by --finetune runs before base digests were recorded name the model they
+    # started from (source.model_sha256), so the fine-tuned model they were saved beside was refused.
+    from unmask.model import load_model
+    from unmask.order.net import OrderConfig, OrderNet, save_order_net
+    from unmask.policies import build_policy
+
+    model_dir, _ = sudoku_files
+    folder = other_model(model_dir, tmp_path / "finetuned")
+    save_order_net(OrderNet(OrderConfig(d_in=16)), folder, {"source": {"model_sha256": artifacts.model_digest(model_dir)},
+                                                            "train_config": {"finetune": True}})
+    assert build_policy("learned", load_model(folder), folder).net is not None
 
 
 def test_mi_head_trained_in_its_own_folder_and_used_with_head(tmp_path, sudoku_files, cli):

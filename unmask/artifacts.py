@@ -44,7 +44,7 @@ ORDER_POLICY = Kind("order_policy", "order_policy.safetensors", "order_policy.js
 
 BASE_SHA256 = "base_model_sha256"  # add-on JSON key: the model_digest of the model it was trained for
 ADDONS = (MI_HEAD, ORDER_POLICY)  # the kinds that belong to a base model
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")  # the files that identify a model folder
+MODEL_WEIGHTS = ("model*.safetensors", "pytorch_model*.bin")  # the files that identify a model folder, first found wins
 
 
 def exists(directory: str | os.PathLike, kind: Kind) -> bool:
@@ -159,19 +159,22 @@ def _file_sha256(path: Path) -> str:
 def model_digest(path: str | os.PathLike) -> str:
     """A short SHA-256 that identifies a model by its weights.
 
-    ``path`` is a weights file, or a folder: an unmask model directory or a Hugging Face model folder,
-    whose weight files directly inside (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``; not the
-    add-ons saved beside it) are read. One file: the SHA-256 of its bytes (as the training runs record
-    ``model_sha256``); several: the SHA-256 of their names and digests.
+    ``path`` is a weights file (an ESM-C ``.pth``), or a folder: an unmask model directory (its
+    ``model.safetensors``) or a Hugging Face folder (its ``model*.safetensors`` shards, else its
+    ``pytorch_model*.bin``). Nothing else in the folder counts: not the add-ons saved beside a model, nor a
+    trainer's checkpoint or optimizer state. One file: the SHA-256 of its bytes (as the training runs record
+    ``model_sha256``); several shards: the SHA-256 of their names and digests.
     """
     p = Path(path)
     if p.is_file():
         return _file_sha256(p)[:16]
-    addon_files = {kind.weights for kind in ADDONS}
-    files = sorted(f for f in p.glob("*") if f.suffix in WEIGHT_SUFFIXES and f.name not in addon_files and f.is_file()) \
-        if p.is_dir() else []
+    files = []
+    for pattern in MODEL_WEIGHTS:
+        files = sorted(f for f in p.glob(pattern) if f.is_file()) if p.is_dir() else []
+        if files:
+            break
     if not files:
-        raise UnmaskError(f"{path}: no model weights to identify the model by")
+        raise UnmaskError(f"{path}: no model weights to identify the model by ({', '.join(MODEL_WEIGHTS)})")
     if len(files) == 1:
         return _file_sha256(files[0])[:16]
     import hashlib
@@ -180,20 +183,33 @@ def model_digest(path: str | os.PathLike) -> str:
 
 
 def recorded_base(meta: dict) -> str | None:
-    """The base model digest an add-on's JSON records (None for files saved before it was recorded;
-    order policies recorded it as their run's ``source.model_sha256``)."""
-    return meta.get(BASE_SHA256) or (meta.get("source") or {}).get("model_sha256")
+    """The base model digest an add-on's JSON records (None for files saved before it was recorded).
+    Order policies first recorded it as their run's ``source.model_sha256``: the model they started from,
+    which is not their base after ``finetune`` (they belong with the fine-tuned model saved beside them)."""
+    if BASE_SHA256 in meta:
+        return meta[BASE_SHA256]
+    if (meta.get("train_config") or {}).get("finetune"):
+        return None
+    return (meta.get("source") or {}).get("model_sha256")
 
 
-def check_base(meta: dict, where: str | os.PathLike, kind: Kind, base: str | os.PathLike | None) -> None:
+NAMES = {"mi_head": "MI head", "order_policy": "order policy"}  # how a refusal names each add-on
+
+
+def check_base(meta: dict, where: str | os.PathLike, kind: Kind, base: str | os.PathLike | None,
+               required: bool = False) -> None:
     """Refuse, in one line, an add-on (``meta``: its JSON, found in ``where``) trained for another model than
-    ``base`` (a path :func:`model_digest` reads). Nothing to check when either side is unknown."""
+    ``base`` (a path :func:`model_digest` reads). ``required``: also refuse one that records no base model
+    (an add-on named on its own, away from any model); otherwise nothing is checked when either side is unknown."""
     recorded = recorded_base(meta)
+    what = NAMES.get(kind.name, kind.name)
+    if recorded is None and required and base is not None:
+        raise UnmaskError(f"{where}: this {what} records no base model (base_model_sha256), so nothing ties it to the "
+                          f"model given; {kind.hint} for it, or save it beside its model")
     if recorded is None or base is None:
         return
     actual = model_digest(base)
     if recorded != actual:
-        what = kind.name.replace("_", " ")
         trained = f" ({meta['base_model']})" if isinstance(meta.get("base_model"), str) else ""
         raise UnmaskError(f"{where}: this {what} was trained for another model{trained}, weights {recorded}; "
                           f"the model given ({base}) has weights {actual}; {kind.hint} for it")

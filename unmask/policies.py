@@ -22,26 +22,26 @@ from unmask.denoiser import Denoiser
 from unmask.errors import SpecRenamed, UnmaskError
 
 
-def _mi_head(denoiser: Denoiser, folder: str | os.PathLike | None, base: str | os.PathLike | None):
+def _mi_head(denoiser: Denoiser, folder: str | os.PathLike | None, base: str | os.PathLike | None, named: bool):
     from unmask.mi.estimator import load_head
 
     if folder is None:
         raise UnmaskError("this policy needs an MI head: give the folder it is saved in (--head DIR)")
-    return load_head(folder, base=base).to(denoiser.device)
+    return load_head(folder, base=base, named=named).to(denoiser.device)
 
 
-def _order_policy(denoiser: Denoiser, folder: str | os.PathLike | None, base: str | os.PathLike | None):
+def _order_policy(denoiser: Denoiser, folder: str | os.PathLike | None, base: str | os.PathLike | None, named: bool):
     from unmask.order.net import load_order_net
 
     if folder is None:
         raise UnmaskError("the learned policy needs an order policy: give the folder it is saved in (--order DIR)")
-    return load_order_net(folder, base=base).to(denoiser.device)
+    return load_order_net(folder, base=base, named=named).to(denoiser.device)
 
 
-# How each declared resource is found, from the denoiser, the folder of that resource and the model
-# weights an add-on must have been trained for.
-LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None, str | os.PathLike | None], object]] = {
-    "denoiser": lambda denoiser, folder, base: denoiser,
+# How each declared resource is found, from the denoiser, the folder of that resource, the model weights an
+# add-on must have been trained for, and whether its folder was named on its own (then it must name its model).
+LOADERS: dict[str, Callable[[Denoiser, str | os.PathLike | None, str | os.PathLike | None, bool], object]] = {
+    "denoiser": lambda denoiser, folder, base, named: denoiser,
     "mi_head": _mi_head,
     "order_policy": _order_policy,
 }
@@ -85,11 +85,15 @@ def build_policy(spec: str, denoiser: Denoiser | None = None, model_dir: str | o
         return policy
     if base is None and model_dir is not None and artifacts.exists(model_dir, artifacts.MODEL):
         base = model_dir
+    named = [f"{ADDON_FLAGS[name]}_dir" for name, folder in folders.items() if folder is not None]
+    if named and base is None:
+        raise UnmaskError(f"{', '.join(named)}: give base= too (the model's folder or weights file), which the add-on is "
+                          "checked against")
     objects = {}
     for name in sorted(needed):
         if denoiser is None:
             raise UnmaskError(f"{policy_spec(policy)} needs the {name.replace('_', ' ')} of a model; give the model")
-        objects[name] = LOADERS[name](denoiser, folders.get(name) or model_dir, base)
+        objects[name] = LOADERS[name](denoiser, folders.get(name) or model_dir, base, folders.get(name) is not None)
     return attach(policy, **objects)
 
 

@@ -143,13 +143,14 @@ def hf_options(args: argparse.Namespace):
     for a model they cannot apply to (an unmask model directory)."""
     import torch
 
-    from unmask.adapters import HF_PREFIX, HFOptions
+    from unmask.adapters import HF_PREFIX, HFOptions, is_pretrained
 
     given = [flag for flag, on in (("--trust-remote-code", getattr(args, "trust_remote_code", False)),
-                                   ("--shift-logits", getattr(args, "shift_logits", False)),
-                                   ("--dtype", getattr(args, "dtype", None) is not None)) if on]
+                                   ("--shift-logits", getattr(args, "shift_logits", False))) if on]
     if given and not str(args.model).startswith(HF_PREFIX):
         raise UnmaskError(f"{', '.join(given)}: only for a Hugging Face model (--model hf:DIR), not {args.model}")
+    if getattr(args, "dtype", None) is not None and not is_pretrained(str(args.model)):
+        raise UnmaskError(f"--dtype: only for a pretrained model (hf:DIR, esmc:FILE), not {args.model}")
     dtype = {None: torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16}[getattr(args, "dtype", None)]
     return HFOptions(bool(getattr(args, "trust_remote_code", False)), bool(getattr(args, "shift_logits", False)), dtype)
 

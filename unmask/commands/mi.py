@@ -136,7 +136,8 @@ def _map(args: argparse.Namespace) -> None:
     pairs = masked[:, :, None] & masked[:, None, :] & ~torch.eye(tokens.shape[1], dtype=torch.bool)  # (1, L, L)
     maps, scores = {}, {}
     exact = args.exact or args.joint
-    head = load_head(args.head or loaded.directory, required=not exact or args.head is not None, base=loaded.weights)
+    head = load_head(args.head or loaded.directory, required=not exact or args.head is not None, base=loaded.weights,
+                     named=args.head is not None)
     if head is not None:
         with torch.no_grad():
             logits, hidden = model(tokens)

@@ -22,7 +22,7 @@ from unmask.errors import UnmaskError
 
 
 def _train_order(args: argparse.Namespace) -> None:
-    from unmask.adapters import load_denoiser
+    from unmask.adapters import is_pretrained, load_denoiser
     from unmask.artifacts import ORDER_POLICY, model_digest
     from unmask.eval import evaluate
     from unmask.order.train import FINETUNED, OrderTrainConfig, train_order
@@ -32,6 +32,9 @@ def _train_order(args: argparse.Namespace) -> None:
     if getattr(args, "block", None):
         raise UnmaskError("--block: semi-autoregressive blocks are for decoding (unmask seq generate|eval), not here")
     check_pretrained_task(args.model, args.task_name)
+    if cfg.finetune and (is_pretrained(args.model) or args.task_name == "seq"):
+        raise UnmaskError("--finetune trains an unmask model's own weights, for its own task: not a pretrained model "
+                          "(hf:, esmc:) nor your own sequences (seq)")
     loaded = load_denoiser(args.model, cfg.device, task=None if args.task_name == "seq" else args.task_name,
                            hf=hf_options(args))
     task, model = task_and_model(args.task_name, loaded, args)

@@ -116,7 +116,8 @@ def _check_manifest(out: Path, manifest: dict) -> None:
         old = json.loads(path.read_text())
         if old != manifest:
             diff = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
-            raise UnmaskError(f"{out} holds MI data built with other {diff}; use another --out")
+            hint = f" (it was built with --probe-batch {old.get('probe_batch', PROBE_BATCH)})" if "probe_batch" in diff else ""
+            raise UnmaskError(f"{out} holds MI data built with other {diff}{hint}; use another --out")
     else:
         atomic_write(path, lambda p: Path(p).write_text(dumps_strict(manifest, indent=1) + "\n"))
 

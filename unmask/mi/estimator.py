@@ -98,21 +98,26 @@ class MIHead(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
-def save_head(head: MIHead, directory: str | os.PathLike, extra: dict | None = None) -> None:
-    """Write ``mi_head.safetensors`` + ``mi_head.json`` (with ``extra`` metrics) atomically."""
-    artifacts.save(directory, artifacts.MI_HEAD, head.state_dict(), head.cfg, extra)
+def save_head(head: MIHead, directory: str | os.PathLike, extra: dict | None = None,
+              base: str | os.PathLike | None = None) -> None:
+    """Write ``mi_head.safetensors`` + ``mi_head.json`` (with ``extra`` metrics) atomically; ``base``: the
+    weights (a model folder or file) it was trained for, recorded so that any other model is refused."""
+    record = {} if base is None else {artifacts.BASE_SHA256: artifacts.model_digest(base)}
+    artifacts.save(directory, artifacts.MI_HEAD, head.state_dict(), head.cfg, {**(extra or {}), **record})
 
 
-def load_head(directory: str | os.PathLike, required: bool = True, base: str | os.PathLike | None = None) -> MIHead | None:
+def load_head(directory: str | os.PathLike, required: bool = True, base: str | os.PathLike | None = None,
+              named: bool = False) -> MIHead | None:
     """Load the MI head saved in ``directory`` (None if absent and not ``required``).
 
     ``base``: the weights of the model it will read (a model folder or file); a head trained for
-    another model is refused (:func:`unmask.artifacts.check_base`).
+    another model is refused (:func:`unmask.artifacts.check_base`); ``named`` (a folder given on its own,
+    away from its model): so is one that records no base model.
     """
     if not required and not artifacts.exists(directory, artifacts.MI_HEAD):
         return None
     meta = artifacts.read_meta(directory, artifacts.MI_HEAD)
-    artifacts.check_base(meta, directory, artifacts.MI_HEAD, base)
+    artifacts.check_base(meta, directory, artifacts.MI_HEAD, base, required=named)
     head = MIHead(artifacts.build_config(HeadConfig, meta["config"], Path(directory) / HEAD_CONFIG))
     artifacts.load_state(head, artifacts.load_tensors(directory, artifacts.MI_HEAD), Path(directory) / HEAD_WEIGHTS)
     return head.eval()

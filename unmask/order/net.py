@@ -124,14 +124,15 @@ def save_order_net(net: OrderNet, directory: str | os.PathLike, extra: dict | No
     artifacts.save(directory, artifacts.ORDER_POLICY, net.state_dict(), net.cfg, extra)
 
 
-def load_order_net(directory: str | os.PathLike, base: str | os.PathLike | None = None) -> OrderNet:
+def load_order_net(directory: str | os.PathLike, base: str | os.PathLike | None = None, named: bool = False) -> OrderNet:
     """The order policy P_ψ saved in ``directory`` (UnmaskError, one line, if absent or bad).
 
     ``base``: the weights of the model it will read (a model folder or file); a policy trained for
-    another model is refused (:func:`unmask.artifacts.check_base`).
+    another model is refused (:func:`unmask.artifacts.check_base`); ``named`` (a folder given on its own,
+    away from its model): so is one that records no base model.
     """
     meta = artifacts.read_meta(directory, artifacts.ORDER_POLICY)
-    artifacts.check_base(meta, directory, artifacts.ORDER_POLICY, base)
+    artifacts.check_base(meta, directory, artifacts.ORDER_POLICY, base, required=named)
     net = OrderNet(artifacts.build_config(OrderConfig, meta["config"], Path(directory) / artifacts.ORDER_POLICY.meta))
     artifacts.load_state(net, artifacts.load_tensors(directory, artifacts.ORDER_POLICY),
                          Path(directory) / artifacts.ORDER_POLICY.weights)
