@@ -219,6 +219,10 @@ def test_mi_head_trained_in_its_own_folder_and_used_with_head(tmp_path, sudoku_f
         ["sudoku", "eval", "--model", model_dir, "--puzzles", puzzles, "--policy", "topk:k=3", "--head", tmp_path / "h"]
     )
     assert code == 2 and "does not read it" in err  # a flag that does not apply is refused, not ignored
+    before = snapshot(tmp_path / "h")  # the default --out holds this head: another model's training must not replace it
+    code, _, err = cli(["mi", "train", "--task", "sudoku", "--model", other, "--data", tmp_path / "d", "--steps", "2",
+                        "--out", tmp_path / "h"])
+    assert code == 2 and "holds an MI head of another model" in err and snapshot(tmp_path / "h") == before
 
 
 def test_order_policy_trained_in_its_run_folder_and_used_with_order(tmp_path, sudoku_files, cli):

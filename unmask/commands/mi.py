@@ -84,7 +84,7 @@ def _data(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from unmask.adapters import is_pretrained
-    from unmask.artifacts import BASE_SHA256, MI_HEAD, model_digest
+    from unmask.artifacts import BASE_SHA256, MI_HEAD, exists, model_digest, read_meta, recorded_base
     from unmask.eval import shown_path
     from unmask.mi.data import load_mi_datasets
     from unmask.mi.estimator import save_head
@@ -94,6 +94,9 @@ def _train(args: argparse.Namespace) -> None:
     out = Path(args.out or Path("runs") / f"mi-head-{args.task}")  # a default never writes into a model's folder
     _, model, loaded = _task_and_model(args)
     digest = model_digest(loaded.weights)
+    if exists(out, MI_HEAD) and recorded_base(read_meta(out, MI_HEAD)) not in (None, digest):
+        raise UnmaskError(f"--out {out}: holds an MI head of another model; choose another --out (a head is replaced only "
+                          "by one for the same model)")
     # several builds (e.g. sequential + parallel states) as one, all of this model's states
     data = load_mi_datasets(args.data, model_sha256=digest)
     torch.set_num_threads(2)
