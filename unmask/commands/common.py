@@ -265,11 +265,14 @@ def settle_eval_args(args: argparse.Namespace) -> None:
         args.batch_size = 8 if args.model.startswith(HF_PREFIX) else args.default_batch_size
 
 
-def load_for_eval(args: argparse.Namespace, task: str):
-    """The model named by ``--model`` on ``--device`` (an :class:`unmask.adapters.Loaded`)."""
+def load_for_eval(args: argparse.Namespace, task: str | None, device: str | None = None):
+    """The model named by ``--model`` on ``device`` (default ``--device``, else the CPU), an
+    :class:`unmask.adapters.Loaded`. An unmask model must be one of ``task``'s, except for your own
+    sequences (``seq``), which take any model."""
     from unmask.adapters import load_denoiser
 
-    return load_denoiser(args.model, args.device, task=task, hf=hf_options(args))
+    device = device or getattr(args, "device", None) or "cpu"
+    return load_denoiser(args.model, device, task=None if task == "seq" else task, hf=hf_options(args))
 
 
 def load_demo_model(args: argparse.Namespace, task: str):

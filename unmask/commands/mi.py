@@ -17,9 +17,9 @@ from unmask.commands.common import (
     add_seq_args,
     check_pretrained_task,
     from_args,
-    hf_options,
     input_paths,
     integer,
+    load_for_eval,
     positive_int,
     task_and_model,
 )
@@ -29,9 +29,7 @@ from unmask.io import check_output_file, dumps_strict
 
 def _loaded(args: argparse.Namespace):
     """The model of ``--model`` as loaded (an unmask model must be one of ``--task``, except for your own sequences)."""
-    from unmask.adapters import load_denoiser
-
-    return load_denoiser(args.model, task=None if args.task == "seq" else args.task, hf=hf_options(args))
+    return load_for_eval(args, args.task)
 
 
 def _load(args: argparse.Namespace):

@@ -13,7 +13,7 @@ from unmask.commands.common import (
     add_seq_args,
     check_pretrained_task,
     from_args,
-    hf_options,
+    load_for_eval,
     positive_int,
     seed_int,
     task_and_model,
@@ -22,7 +22,7 @@ from unmask.errors import UnmaskError
 
 
 def _train_order(args: argparse.Namespace) -> None:
-    from unmask.adapters import is_pretrained, load_denoiser
+    from unmask.adapters import is_pretrained
     from unmask.artifacts import ORDER_POLICY, model_digest
     from unmask.eval import evaluate
     from unmask.order.train import FINETUNED, OrderTrainConfig, train_order
@@ -35,8 +35,7 @@ def _train_order(args: argparse.Namespace) -> None:
     if cfg.finetune and (is_pretrained(args.model) or args.task_name == "seq"):
         raise UnmaskError("--finetune trains an unmask model's own weights, for its own task: not a pretrained model "
                           "(hf:, esmc:) nor your own sequences (seq)")
-    loaded = load_denoiser(args.model, cfg.device, task=None if args.task_name == "seq" else args.task_name,
-                           hf=hf_options(args))
+    loaded = load_for_eval(args, args.task_name, cfg.device)
     task, model = task_and_model(args.task_name, loaded, args)
     data = task.read(args.data)
     starts, cleans = task.encode(data), task.targets(data)
