@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from unmask.errors import UnmaskError
 from unmask.tasks.seq.data import Example, Fields, file_format, parse_fasta, parse_jsonl, parse_lines, read_examples
-from unmask.tasks.seq.layout import parse_spans
+from unmask.tasks.seq.layout import parse_spans, prompt_row
 
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True)
 visible = st.characters(blacklist_categories=("Z", "C"))  # no whitespace, separators or control characters
@@ -93,3 +93,19 @@ def test_bad_spans_are_refused(text):
 
 def test_spans_parse():
     assert parse_spans("5:10, 20:25") == ((5, 10), (20, 25))
+
+
+@given(st.lists(st.integers(0, 9), max_size=12), st.integers(1, 8))
+def test_prompt_row_fills_only_after_the_prompt(ids, n):
+    """Bugs caught: generated positions laid before the prompt's end (a suffix after them), a fill mask
+    that covers the prompt, or blocks starting anywhere but the first generated position."""
+    mask = 10
+    row = prompt_row(ids, mask, n)
+    assert row.tokens.tolist() == ids + [mask] * n and row.start == len(ids) and row.offset == 0
+    assert row.fill.tolist() == [False] * len(ids) + [True] * n
+
+
+def test_prompt_row_refuses_a_mask_inside_the_prompt():
+    """Bug caught: a prompt holding the mask token silently filled along with the answer."""
+    with pytest.raises(UnmaskError, match="question 3 holds the mask token"):
+        prompt_row([1, 10, 2], 10, 4, "question 3")

@@ -31,7 +31,7 @@ class HFDenoiser:
     """A Hugging Face model as a :class:`~unmask.denoiser.Denoiser` (logits + last hidden states).
 
     No attention mask is passed: LLaDA ignores one and Dream wants its own 4-D form, so prompts are
-    never padded (see :func:`unmask.tasks.maths.gsm8k.group_prompts`) and every row of a batch is a
+    never padded (see :func:`unmask.tasks.seq.buckets.buckets`) and every row of a batch is a
     complete sequence. Outputs stay on the model's device, where the decode loop keeps its tensors.
     """
 

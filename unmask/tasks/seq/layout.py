@@ -130,6 +130,16 @@ class GenerateFill:
         return ids + [codec.end_id] * (self.n - len(ids))
 
 
+def prompt_row(ids: list[int], mask_id: int, n: int, name: str = "a prompt") -> Row:
+    """A prompt already in model ids, special tokens and all (e.g. a chat template's), followed by ``n``
+    positions to generate and nothing after them: the layout of LLaDA-style dLLM prompting."""
+    tokens = torch.tensor([*ids, *[mask_id] * n], dtype=torch.long)
+    fill = torch.arange(len(tokens)) >= len(ids)
+    if (tokens[~fill] == mask_id).any():
+        raise UnmaskError(f"{name} holds the mask token: it would be filled too")
+    return Row(tokens, fill, None, 0, len(ids))
+
+
 def parse_spans(text: str) -> tuple[Span, ...]:
     """``--spans 5:10,20:25`` as ``((5, 10), (20, 25))`` (each ``LO < HI``, both >= 0)."""
     spans = []
