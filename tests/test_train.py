@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -225,7 +226,8 @@ class TableModel(torch.nn.Module):
 def test_mdm_loss_value_on_a_hand_made_case(elbo):
     # Bugs caught: the MDLM 1/t weight dropped from the NELBO (or applied without elbo_weight); the
     # per-sequence mean taken over all positions instead of the masked ones, or the NELBO divided
-    # by L instead of the maskable count; the batch summed instead of averaged.
+    # by L instead of the maskable count; the batch summed instead of averaged; a single-mask row
+    # (row 2 here) weighed 1/(tL) instead of 1/(tL + 1 − t).
     x0 = torch.tensor([[0, 1, 2], [3, 1, 0], [2, 2, 2], [1, 0, 3]])
     maskable = torch.tensor([[True, True, True], [True, True, False], [False, True, True], [True, True, True]])
     cfg = TrainConfig(bf16=False, mask_min=0.2, mask_max=0.9, elbo_weight=elbo)
@@ -237,12 +239,61 @@ def test_mdm_loss_value_on_a_hand_made_case(elbo):
     want = 0.0
     for b in range(4):
         nll = [-float(logp[j, x0[b, j]]) for j in range(3) if masked[b, j]]
-        if elbo:  # NELBO: Σ_masked nll / (t · number of maskable positions)
-            want += sum(nll) / (float(t[b]) * int(maskable[b].sum())) / 4
+        if elbo:  # NELBO: Σ_masked nll / (t · number of maskable positions), + 1 − t with a single mask
+            want += sum(nll) / (float(t[b]) * int(maskable[b].sum()) + (1 - float(t[b])) * (len(nll) == 1)) / 4
         else:  # mean over masked positions
             want += sum(nll) / len(nll) / 4
     assert len({float(x) for x in t}) == 4 and not torch.equal(masked, maskable)  # t and the masks vary
+    assert set(masked.sum(1).tolist()) >= {1, 2}  # single- and multi-mask rows
     assert got == pytest.approx(want, rel=1e-6)
+
+
+class ZeroModel(torch.nn.Module):
+    """Uniform logits over V = 2: every masked position costs ln 2."""
+
+    mask_id = 2
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.zeros(2))
+
+    def forward(self, xt):
+        return self.bias.expand(*xt.shape, 2), None
+
+
+def mean_and_se(losses: list[float]) -> tuple[float, float]:
+    x = torch.tensor(losses, dtype=torch.float64)
+    return float(x.mean()), float(x.std() / len(x) ** 0.5)
+
+
+@pytest.mark.parametrize("t", [0.05, 0.5])
+def test_nelbo_is_unbiased_at_a_fixed_mask_rate(t):
+    # Bug caught: the guaranteed mask left in the 1/t-weighted NELBO. At mask rate t (drawn from
+    # (t − 1e-4, t]) the forward process gives E[Σ_masked nll_n / (tL)] = mean_n nll_n exactly (an
+    # empty mask scores 0); weighing the forced masks 1/(tL) adds (1 − t)^L / (tL) · nll: 6.7 times
+    # the NELBO at t = 0.05 and L = 3, 9 % at t = 0.5.
+    cfg = TrainConfig(bf16=False, mask_min=t - 1e-4, mask_max=t, elbo_weight=True)
+    model, gen = TableModel(), torch.Generator().manual_seed(0)
+    x0 = torch.tensor([[0, 1, 2]]).expand(20_000, 3)
+    maskable = torch.ones_like(x0, dtype=torch.bool)
+    with torch.no_grad():
+        losses = [float(mdm_loss(model, x0, maskable, cfg, gen)) for _ in range(20)]
+        nll = -torch.log_softmax(model.proj(model.table).double(), -1)[torch.arange(3), x0[0]]  # (3,)
+    mean, se = mean_and_se(losses)
+    assert abs(mean - float(nll.mean())) < 4 * se + 1e-4, (mean, float(nll.mean()), se)
+
+
+def test_nelbo_weight_is_unbiased_over_the_default_mask_rates():
+    # Bug caught: as above, at the Sudoku length L = 81 with t ~ U(0, 1] (the default): the expected
+    # weight of a masked position must be 1 (the loss ln 2), not about 1.15 with a heavy tail.
+    cfg = TrainConfig(bf16=False, elbo_weight=True)
+    gen = torch.Generator().manual_seed(0)
+    x0 = torch.zeros(20_000, 81, dtype=torch.long)
+    maskable = torch.ones_like(x0, dtype=torch.bool)
+    with torch.no_grad():
+        losses = [float(mdm_loss(ZeroModel(), x0, maskable, cfg, gen)) / math.log(2) for _ in range(20)]
+    mean, se = mean_and_se(losses)
+    assert se < 0.005 and abs(mean - 1) < 4 * se, (mean, se)
 
 
 def test_bf16_flag_switches_autocast():

@@ -3,12 +3,15 @@ directory that ``--policy learned`` finds (planted bugs in comments)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 from unmask.errors import UnmaskError
 from unmask.model import save_model
-from unmask.order.net import load_order_net
+from unmask.order.net import OrderConfig, OrderNet, load_order_net
+from unmask.order.policy import Learned
 from unmask.order.train import OrderTrainConfig, train_order
 from unmask.policies import build_policy
 
@@ -46,7 +49,6 @@ def test_training_moves_the_policy_and_exports_it(setup):
     seen = []
     net = train_order(model, tmp / "base", start, clean, cfg(), tmp / "run", validate=lambda p: seen.append(p) or {"acc": 0.5},
                       progress=False, source={"model_sha256": "abc"})
-    import json
 
     meta = json.loads((tmp / "run" / "order_policy.json").read_text())  # in the run folder itself: --order RUN
     assert meta["source"] == {"model_sha256": "abc"} and meta["base_model_sha256"] == "abc"
@@ -94,6 +96,46 @@ def test_step_cost_is_a_training_setting_and_old_runs_resume(setup):
     torch.save(state, tmp / "run" / "checkpoint.pt")
     with pytest.raises(UnmaskError, match="different training settings"):
         train_order(model, tmp / "base", start, clean, cfg(steps=4, step_cost=0.5), tmp / "run", resume=True, progress=False)
+
+
+def test_each_rollout_of_a_sequence_gets_its_own_seed(setup, monkeypatch):
+    """The trainer's K seeds for one sequence differ, and so do the rollouts they draw. Catches one seed
+    per sequence repeated K times (the rollouts coincide, every RLOO advantage is 0 and Q_φ gets no
+    REINFORCE signal)."""
+    import unmask.order.train as trainer
+
+    model, tmp, start, clean = setup
+    seen, real = [], trainer.rollout
+
+    def spy(*args, **kw):
+        roll = real(*args, **kw)
+        seen.append((args[-1].clone(), roll.log_q.detach()))  # (seeds, log Q of each step)
+        return roll
+
+    monkeypatch.setattr(trainer, "rollout", spy)
+    train_order(model, tmp / "base", start, clean, cfg(steps=2, samples=3), tmp / "run", progress=False)
+    assert len(seen) == 2
+    for seeds, log_q in seen:
+        assert all(len(set(row.tolist())) == 3 for row in seeds.view(-1, 3))  # (B, K): distinct in each row
+        per_seq = log_q.view(-1, 3, log_q.shape[1])  # (B, K, T)
+        assert (per_seq != per_seq[:, :1]).any()  # some sequence's rollouts drew different reveal sets
+
+
+def test_training_stops_when_rollouts_share_a_seed(setup, monkeypatch):
+    """Planted bug: the K seeds of a sequence repeated (as if drawn once per sequence). The check in the
+    training step must stop the run before any update. Catches the check removed."""
+    import unmask.order.train as trainer
+
+    model, tmp, start, clean = setup
+    real = trainer.rollout
+
+    def repeated(*args, **kw):
+        *head, samples, seeds = args
+        return real(*head, samples, seeds.view(-1, samples)[:, :1].expand(-1, samples).reshape(-1), **kw)
+
+    monkeypatch.setattr(trainer, "rollout", repeated)
+    with pytest.raises(UnmaskError, match="share a seed"):
+        train_order(model, tmp / "base", start, clean, cfg(steps=2), tmp / "run", progress=False)
 
 
 def test_finetune_trains_the_denoiser(setup):
@@ -167,3 +209,65 @@ def test_two_processes_average_gradients(setup):
     # one process on the same seed draws rank 0's batches only, so it ends elsewhere
     alone = train_order(model, tmp / "base", start, clean, cfg(step_cost=0.1), tmp / "alone", progress=False)
     assert any(not torch.equal(a, b) for a, b in zip(alone.state_dict().values(), ranks[0]["state"].values()))
+
+
+def test_outcome_rl_learns_what_the_reward_pays_for(setup):
+    """With success always 0 and a step cost, the reward is −c·NFE: RL must cut the passes. Catches an
+    advantage of the wrong sign, log-probabilities cut from P_ψ, or a step cost that never reaches the reward."""
+    model, tmp, start, clean = setup
+    calls = []
+
+    def nothing_right(tokens, index):
+        calls.append(index)
+        return torch.zeros(len(tokens))
+
+    width = model(start[:1]).hidden.shape[-1]
+    before = _mean_steps(model, OrderNet(OrderConfig(width, 8, 0.3, 4)), start)  # the untrained start
+    net = train_order(model, tmp / "base", start, clean, cfg(objective="rl", step_cost=1.0, budget=4, tau=0.3, steps=25,
+                                                             samples=4, batch_size=8, lr=5e-2),
+                      tmp / "rl", progress=False, success=nothing_right)
+    after = _mean_steps(model, net, start)
+    assert after < before - 0.5, (before, after)
+    assert all(len(i) == 8 * 4 and (i.view(8, 4) == i.view(8, 4)[:, :1]).all() for i in calls)  # K copies of each example
+    log = [json.loads(line) for line in (tmp / "rl" / "log.jsonl").read_text().splitlines()]
+    assert {"train_success", "train_reward", "train_mean_steps", "train_kl_start"} <= set(log[-1])
+
+
+def _mean_steps(model, net, start) -> float:
+    from unmask.decode import decode
+
+    res = decode(model, start, Learned(steps=net.cfg.budget, net=net.eval()), seeds=torch.arange(len(start)))
+    return float(res.nfe.double().mean())
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(objective="ppo"), "choose one of elbo, rl"),
+    (dict(kl_start=0.1), "give --objective rl"),
+    (dict(objective="rl", finetune=True), "stays frozen"),
+    (dict(objective="rl", kl_start=-1.0), "kl_start must be >= 0"),
+])
+def test_objective_settings_are_checked(kw, message):
+    """Bugs caught: an unknown objective silently trained as the ELBO; a KL weight or finetune ignored."""
+    with pytest.raises(UnmaskError, match=message):
+        cfg(**kw)
+
+
+def test_rl_without_a_check_of_the_outcome_is_refused(setup):
+    """Bug caught: RL run with no reward (every advantage 0), training nothing for hours."""
+    model, tmp, start, clean = setup
+    with pytest.raises(UnmaskError, match="needs the task's check"):
+        train_order(model, tmp / "base", start, clean, cfg(objective="rl"), tmp / "run", progress=False)
+    assert not (tmp / "run").exists()
+
+
+def test_kl_to_the_start_resumes_exactly(setup):
+    """The reference network is the seeded initialisation, also after a resume. Catches a reference built
+    from the resumed (trained) weights, which would make the KL 0 after every resume."""
+    model, tmp, start, clean = setup
+    ok = lambda tokens, index: (tokens[:, 0] == 0).float()  # noqa: E731
+    kw = dict(objective="rl", kl_start=0.5, step_cost=0.1)
+    whole = train_order(model, tmp / "base", start, clean, cfg(**kw), tmp / "a", progress=False, success=ok)
+    train_order(model, tmp / "base", start, clean, cfg(**kw, steps=2), tmp / "b", progress=False, success=ok)
+    resumed = train_order(model, tmp / "base", start, clean, cfg(**kw), tmp / "b", resume=True, progress=False, success=ok)
+    for a, b in zip(whole.state_dict().values(), resumed.state_dict().values()):
+        assert torch.equal(a, b)

@@ -22,6 +22,8 @@ from unmask.errors import UnmaskError
 
 
 def _train_order(args: argparse.Namespace) -> None:
+    import torch
+
     from unmask.adapters import is_pretrained
     from unmask.artifacts import ORDER_POLICY, model_digest
     from unmask.eval import evaluate
@@ -45,9 +47,13 @@ def _train_order(args: argparse.Namespace) -> None:
         m = evaluate(task, model, val, policy, batch_size=args.val_batch_size, seed=args.val_seed)
         return {"acc": round(m["accuracy"], 4), "mean_nfe": round(m["mean_nfe"], 3), "max_nfe": m["max_nfe"]}
 
+    def success(tokens, index) -> torch.Tensor:  # --objective rl: the task's own check (exact answer, solved grid, ...)
+        examples = [data[i] for i in index.tolist()] if isinstance(data, list) else data[index.numpy()]
+        return task.score(tokens.cpu(), examples).float()
+
     source = {"data_sha256": file_digest(args.data), "model_sha256": model_digest(loaded.weights)}
     train_order(model, args.model, starts, cleans, cfg, args.out, validate if val is not None else None,
-                resume=args.resume, source=source)
+                resume=args.resume, source=source, success=success)
     model_flag = f"{Path(args.out) / FINETUNED}" if cfg.finetune else args.model
     print(f"order policy: {Path(args.out) / ORDER_POLICY.weights} (decode with --model {model_flag} --order {args.out} "
           "--policy learned)", file=sys.stderr)
@@ -58,7 +64,7 @@ def add_train_order_parser(sub, task_name: str, default_model, data_help: str) -
     from unmask.order.train import OrderTrainConfig
 
     t = sub.add_parser("train-order", formatter_class=HelpFormatter,
-                       help="learn which positions to reveal and how many (order policy by variational inference)")
+                       help="learn which positions to reveal and how many (variational inference, or outcome RL: --objective rl)")
     t.add_argument("--model", default=None if default_model is None else str(default_model), required=default_model is None,
                    help="the base model: an unmask model directory, hf:DIR or esmc:FILE where the task maps one (frozen unless "
                    "--finetune, for unmask models only)")

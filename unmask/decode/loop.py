@@ -20,7 +20,7 @@ Every tensor stays on the device of ``tokens``: put them where the model is.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -214,9 +214,16 @@ def decode(
             Give each sequence its own fixed seed (e.g. its index in the dataset) and results do
             not depend on how sequences are batched.
     """
-    steps = decode_steps(denoiser, tokens, policy, rule, seeds)
+    return run_steps(decode_steps(denoiser, tokens, policy, rule, seeds))
+
+
+def run_steps(steps: Generator[Step, None, DecodeResult], each: Callable[[Step], None] | None = None) -> DecodeResult:
+    """Drive the loop ``steps`` (from :func:`decode_steps`) to its end, calling ``each`` on every
+    :class:`Step` (a trainer's bookkeeping); return the :class:`DecodeResult`."""
     while True:
         try:
-            next(steps)
+            step = next(steps)
         except StopIteration as done:
             return done.value
+        if each is not None:
+            each(step)
