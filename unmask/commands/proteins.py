@@ -24,7 +24,7 @@ from unmask.commands.common import (
 from unmask.commands.order import add_train_order_parser
 from unmask.errors import UnmaskError
 from unmask.io import check_output_file, dumps_strict
-from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN
+from unmask.tasks.proteins.task import DEFAULT_MODEL, DEFAULT_REFERENCE, MAX_LEN, draw_lengths
 
 MODEL_FLAGS = ["d_model", "n_layers", "n_heads", "d_ff", "dropout"]  # the model shape `proteins train` takes from flags
 
@@ -77,19 +77,6 @@ def parse_cdrs(text: str) -> tuple[str, ...]:
     except UnmaskError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return cdrs
-
-
-def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: int) -> list[int]:
-    """``n`` lengths in ``bounds``: drawn from the reference set's lengths there, else uniformly."""
-    import random
-
-    rng = random.Random(seed)
-    if reference is None:
-        return [rng.randint(*bounds) for _ in range(n)]
-    pool = [len(r.sequence) for r in reference if bounds[0] <= len(r.sequence) <= bounds[1]]
-    if not pool:
-        raise UnmaskError(f"no reference sequence has a length in {bounds[0]}:{bounds[1]}")
-    return [rng.choice(pool) for _ in range(n)]
 
 
 def _generate(args: argparse.Namespace) -> None:

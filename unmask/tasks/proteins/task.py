@@ -63,6 +63,19 @@ def length_prompts(lengths: list[int], max_len: int) -> torch.Tensor:
     return torch.where(pos[None, :] < lengths_t[:, None], MASK_ID, EOS_ID)
 
 
+def draw_lengths(n: int, bounds: tuple[int, int], reference: list | None, seed: int) -> list[int]:
+    """``n`` lengths in ``bounds``: drawn from the reference set's lengths there, else uniformly."""
+    import random
+
+    rng = random.Random(seed)
+    if reference is None:
+        return [rng.randint(*bounds) for _ in range(n)]
+    pool = [len(r.sequence) for r in reference if bounds[0] <= len(r.sequence) <= bounds[1]]
+    if not pool:
+        raise UnmaskError(f"no reference sequence has a length in {bounds[0]}:{bounds[1]}")
+    return [rng.choice(pool) for _ in range(n)]
+
+
 def refuse_long(path, records: list, max_len: int) -> list:
     """``records`` (anything with ``name`` and ``sequence``), or one line naming the first longer than ``max_len``."""
     long = next((r for r in records if len(r.sequence) > max_len), None)
