@@ -2,7 +2,8 @@
 # The four order policies behind benchmarks/results/order/elbo-vs-rl: the ELBO (Fox et al. 2026, arXiv
 # 2602.23968) and outcome RL (--objective rl) on the same order network, model, budget T, τ and number of
 # training rollouts (steps × batch × K), for maths-3step and Sudoku. Each run uses one CPU core; the two
-# runs of a task go side by side. Re-running resumes unfinished runs and skips finished ones.
+# runs of a task go side by side. Re-running resumes unfinished runs and skips finished ones; a run whose
+# checkpoint was committed under benchmarks/results/order/elbo-vs-rl/checkpoints resumes from there.
 #
 #   bash benchmarks/order/train_elbo_vs_rl.sh [WORKDIR]    # WORKDIR (default .) gets data/ and runs/
 set -euo pipefail
@@ -13,8 +14,10 @@ export OMP_NUM_THREADS=1
 [ -f data/sudoku/train-2k.csv ] || unmask sudoku generate --kind kaggle --n 2000 --seed 1 --out data/sudoku/train-2k.csv
 [ -f data/sudoku/val-kaggle-200.csv ] || unmask sudoku generate --kind kaggle --n 200 --seed 2 --out data/sudoku/val-kaggle-200.csv
 
-train() {  # train OUT ARGS...: resume OUT if it has a checkpoint, skip it if it is finished
+CKPT=$REPO/benchmarks/results/order/elbo-vs-rl/checkpoints  # runs cut short by a session's end, committed to resume
+train() {  # train OUT ARGS...: resume OUT if it has a checkpoint (here or committed), skip it if it is finished
   local out=$1; shift
+  [ -e "$out" ] || [ ! -d "$CKPT/$(basename "$out")" ] || cp -r "$CKPT/$(basename "$out")" "$out"
   if [ -f "$out/order_policy.json" ] && grep -q "\"step\": $STEPS," "$out/order_policy.json"; then echo "$out: done"; return; fi
   local again=(); [ -f "$out/checkpoint.pt" ] && again=(--resume)
   unmask "$@" --out "$out" --steps "$STEPS" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "${again[@]}" \
