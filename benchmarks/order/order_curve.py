@@ -27,7 +27,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True, help="path prefix of .md/.png")
     args = p.parse_args(argv)
     log = args.run / "log.jsonl" if args.run.is_dir() else args.run
-    rows = [json.loads(line) for line in log.read_text().splitlines() if line]
+    if not log.is_file():
+        p.error(f"{log}: no such log (give a train-order run folder or its log.jsonl)")
+    try:
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line]
+    except json.JSONDecodeError as e:
+        p.error(f"{log}: not a JSON-lines log ({e})")
+    if not rows:
+        p.error(f"{log}: empty; the run has not logged a step yet")
     columns = ["step", "minutes"] + [k for k in ("train_elbo", "train_kl", "train_loglik", "train_objective", "train_success",
                                                  "train_reward", "train_kl_start", "train_mean_steps", "val_acc",
                                                  "val_mean_nfe", "val_max_nfe") if k in rows[0]]

@@ -21,20 +21,26 @@ train() {  # train OUT ARGS...: resume OUT if it has a checkpoint (here or commi
   if [ -f "$out/order_policy.json" ] && grep -q "\"step\": $STEPS," "$out/order_policy.json"; then echo "$out: done"; return; fi
   local again=(); [ -f "$out/checkpoint.pt" ] && again=(--resume)
   unmask "$@" --out "$out" --steps "$STEPS" --batch-size 16 --samples 4 --eval-every 100 --ckpt-every 50 "${again[@]}" \
-    > "$out.log" 2>&1
+    >> "$out.log" 2>&1
+}
+both() {  # both PID PID: wait for two runs; fail if either failed (a bare `wait` always succeeds)
+  local ok=0
+  wait "$1" || ok=1
+  wait "$2" || ok=1
+  return $ok
 }
 
 MATHS=(maths train-order --model "$REPO/unmask/models/maths-3step" --data data/maths-3step/train.jsonl
        --val data/maths-3step/val.jsonl --val-n 100 --budget 4 --tau 0.3)
 STEPS=400
 mkdir -p runs
-train runs/maths3-elbo-c0.4 "${MATHS[@]}" --step-cost 0.4 &
-train runs/maths3-rl-c0.05 "${MATHS[@]}" --objective rl --step-cost 0.05 &
-wait
+train runs/maths3-elbo-c0.4 "${MATHS[@]}" --step-cost 0.4 & a=$!
+train runs/maths3-rl-c0.05 "${MATHS[@]}" --objective rl --step-cost 0.05 & b=$!
+both $a $b
 
 SUDOKU=(sudoku train-order --model "$REPO/unmask/models/sudoku" --data data/sudoku/train-2k.csv
         --val data/sudoku/val-kaggle-200.csv --val-n 100 --budget 10 --tau 0.1)
 STEPS=800
-train runs/sudoku-elbo-c0.2 "${SUDOKU[@]}" --step-cost 0.2 &
-train runs/sudoku-rl-c0.02 "${SUDOKU[@]}" --objective rl --step-cost 0.02 &
-wait
+train runs/sudoku-elbo-c0.2 "${SUDOKU[@]}" --step-cost 0.2 & a=$!
+train runs/sudoku-rl-c0.02 "${SUDOKU[@]}" --objective rl --step-cost 0.02 & b=$!
+both $a $b

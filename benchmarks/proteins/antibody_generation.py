@@ -101,6 +101,9 @@ def load_judges(specs: list[str], out: Path, device: str) -> tuple[dict, dict]:
     judges, digests = {}, {}
     for spec in specs:
         name = spec if spec in PRETRAINED else Path(spec.split(":", 1)[-1]).name
+        if name in judges or name in digests or name == "writer":
+            raise UnmaskError(f"--judge {spec}: a second judge named {name!r} (judges are named by their folder; "
+                              "'writer' is the writer's)")
         if spec in PRETRAINED:
             folder = out / "judges" / spec
             if not (folder / "model.safetensors").is_file():

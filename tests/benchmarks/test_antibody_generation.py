@@ -139,3 +139,11 @@ def test_bad_input_is_one_line(esm2_dir, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert e.value.code == 2 and "error:" in err[-1] and said in err[-1], err
     assert not (tmp_path / "o").exists()  # refused before any work
+
+
+def test_two_judges_of_one_name_are_refused(esm2_dir, tmp_path):
+    """Bug caught: judges named by their folder, so hf:a/model and hf:b/model (or a folder called `writer`) silently
+    overwrote each other's PLL columns."""
+    bench = load_script("antibody_generation")
+    with pytest.raises(bench.UnmaskError, match="a second judge named"):
+        bench.load_judges([f"hf:{esm2_dir}", f"hf:{esm2_dir}"], tmp_path, "cpu")

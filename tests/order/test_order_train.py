@@ -42,6 +42,19 @@ def test_resume_continues_exactly(setup):
         assert torch.equal(a, b)
     log = (tmp / "b" / "log.jsonl").read_text().splitlines()
     assert [line.split(",")[0] for line in log] == ['{"step": 2', '{"step": 4']
+    # killed between two log lines (after the step-3 checkpoint): the resumed run's next line still averages
+    # steps 1-4, as a whole run's does (the metric sums are in the checkpoint)
+    def killed(policy):
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        train_order(model, tmp / "base", start, clean, cfg(eval_every=4, ckpt_every=1), tmp / "c", validate=killed,
+                    progress=False)
+    train_order(model, tmp / "base", start, clean, cfg(eval_every=4, ckpt_every=1), tmp / "c", resume=True, progress=False)
+    train_order(model, tmp / "base", start, clean, cfg(eval_every=4, ckpt_every=1), tmp / "d", progress=False)
+    strip = lambda line: {k: v for k, v in json.loads(line).items() if k != "minutes"}  # noqa: E731
+    assert [strip(x) for x in (tmp / "c" / "log.jsonl").read_text().splitlines()] == \
+        [strip(x) for x in (tmp / "d" / "log.jsonl").read_text().splitlines()]
 
 
 def test_training_moves_the_policy_and_exports_it(setup):

@@ -8,6 +8,7 @@ import itertools
 import pytest
 import torch
 
+from unmask.errors import UnmaskError
 from unmask.order.net import OrderConfig, OrderNet
 from unmask.order.rl import OutcomeRollout, leave_one_out, outcome_loss, outcome_rollout
 
@@ -87,3 +88,19 @@ def test_kl_to_the_start_is_zero_at_the_start_and_pulls_back(tiny):
     assert (moved.kl_start > 1e-2).any()
     outcome_loss(moved, 3, kl_start=1.0).backward()  # constant success: only the KL term has a gradient
     assert net.direct.weight.grad[0, 1] > 0  # descending it lowers the weight back towards 0
+
+
+def test_a_check_of_another_shape_is_refused(tiny):
+    """Bug caught: a check returning (N, 1) broadcast against (N,) into an (N, N) reward, silently."""
+    model, start, net = tiny
+    with pytest.raises(UnmaskError, match="one value each"):
+        outcome_rollout(model, start[:1], torch.arange(1), net, 3, 2, torch.tensor([1, 2]), lambda t, i: torch.ones(len(t), 1))
+
+
+def test_the_check_gets_example_numbers_on_the_cpu(tiny):
+    """Bug caught: example numbers moved to the model's device, which a numpy-indexed set cannot take."""
+    model, start, net = tiny
+    seen = []
+    outcome_rollout(model, start[:2], torch.tensor([4, 9]), net, 3, 2, torch.arange(4) + 1,
+                    lambda t, i: seen.append(i) or torch.zeros(len(t)))
+    assert seen[0].device.type == "cpu" and seen[0].tolist() == [4, 4, 9, 9]

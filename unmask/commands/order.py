@@ -21,19 +21,33 @@ from unmask.commands.common import (
 from unmask.errors import UnmaskError
 
 
-def _train_order(args: argparse.Namespace) -> None:
-    import torch
+def task_success(task, data):
+    """``--objective rl``'s reward: ``(tokens (N, L), example numbers (N,)) → (N,)`` 1.0 where ``task.score`` finds
+    decoded example k of ``data`` (a list, or an indexable set such as a ``SudokuSet``) right, else 0.0."""
 
+    def success(tokens, index):
+        index = index.cpu()
+        examples = [data[i] for i in index.tolist()] if isinstance(data, list) else data[index.numpy()]
+        return task.score(tokens.cpu(), examples).float()
+
+    return success
+
+
+def _train_order(args: argparse.Namespace) -> None:
     from unmask.adapters import is_pretrained
     from unmask.artifacts import ORDER_POLICY, model_digest
     from unmask.eval import evaluate
     from unmask.order.train import FINETUNED, OrderTrainConfig, train_order
     from unmask.runs import file_digest
+    from unmask.tasks import get_task
 
     cfg = from_args(OrderTrainConfig, args)
     if getattr(args, "block", None):
         raise UnmaskError("--block: semi-autoregressive blocks are for decoding (unmask seq generate|eval), not here")
     check_pretrained_task(args.model, args.task_name)
+    if cfg.objective == "rl" and not get_task(args.task_name).outcome_reward:
+        raise UnmaskError(f"--objective rl rewards a right answer, and the {args.task_name} task's decodes are never simply "
+                          "right or wrong (its check asks for an exact recovery): use the ELBO (the default)")
     if cfg.finetune and (is_pretrained(args.model) or args.task_name == "seq"):
         raise UnmaskError("--finetune trains an unmask model's own weights, for its own task: not a pretrained model "
                           "(hf:, esmc:) nor your own sequences (seq)")
@@ -47,13 +61,9 @@ def _train_order(args: argparse.Namespace) -> None:
         m = evaluate(task, model, val, policy, batch_size=args.val_batch_size, seed=args.val_seed)
         return {"acc": round(m["accuracy"], 4), "mean_nfe": round(m["mean_nfe"], 3), "max_nfe": m["max_nfe"]}
 
-    def success(tokens, index) -> torch.Tensor:  # --objective rl: the task's own check (exact answer, solved grid, ...)
-        examples = [data[i] for i in index.tolist()] if isinstance(data, list) else data[index.numpy()]
-        return task.score(tokens.cpu(), examples).float()
-
     source = {"data_sha256": file_digest(args.data), "model_sha256": model_digest(loaded.weights)}
     train_order(model, args.model, starts, cleans, cfg, args.out, validate if val is not None else None,
-                resume=args.resume, source=source, success=success)
+                resume=args.resume, source=source, success=task_success(task, data))
     model_flag = f"{Path(args.out) / FINETUNED}" if cfg.finetune else args.model
     print(f"order policy: {Path(args.out) / ORDER_POLICY.weights} (decode with --model {model_flag} --order {args.out} "
           "--policy learned)", file=sys.stderr)

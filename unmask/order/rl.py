@@ -14,8 +14,10 @@ that way, so the two objectives can be compared on one network, model, budget an
 - loss −A_k · Σ_t log P_ψ(r_t | x_t), plus β · Σ_t KL(P_ψ,t ‖ P_start,t), an optional pull towards the
   untrained network (the entropy-ordered heuristic it starts as), evaluated on the rollout's own states.
 
-The gradient of the first term is ∇E[R] in expectation (the score-function identity); the second keeps
-the policy near where it began when β > 0.
+The gradient of the first term is ∇E[R] in expectation (the score-function identity). The second is a
+per-state penalty, as in GRPO: its gradient is taken through P_ψ at the states the rollouts visited, not
+through which states they visit, so it is not ∇E[KL]; it is a sum over positions and steps, so the same
+β pulls harder on longer sequences.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ import torch
 
 from unmask.decode import TokenRule, decode_steps
 from unmask.decode.loop import run_steps
+from unmask.errors import UnmaskError
 from unmask.order.elbo import bernoulli_kl, check_seeds
 from unmask.order.net import OrderNet
 from unmask.order.policy import Learned
 
-Reward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (tokens (N, L), example index (N,)) → (N,) success in [0, 1]
+# (tokens (N, L) on the model's device, example numbers (N,) on the CPU) → (N,) success in [0, 1]
+Reward = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,9 @@ def outcome_rollout(denoiser, start: torch.Tensor, index: torch.Tensor, prior: O
             kl = kl.index_add(0, rows, bernoulli_kl(prior.probs(st, budget), p_start, st.masked))
 
     result = run_steps(decode_steps(denoiser, tokens, policy, rule, seeds), record)
-    done_ok = success(result.tokens.detach(), index.repeat_interleave(samples).to(result.tokens.device))
+    done_ok = torch.as_tensor(success(result.tokens.detach(), index.cpu().repeat_interleave(samples)))
+    if done_ok.shape != (n,):
+        raise UnmaskError(f"the task's check gave shape {tuple(done_ok.shape)} for {n} rollouts; it must give one value each")
     return OutcomeRollout(log_p, kl, done_ok.to(log_p.dtype).to(log_p.device), result.nfe)
 
 
@@ -82,7 +88,8 @@ def leave_one_out(reward: torch.Tensor, samples: int) -> torch.Tensor:
 
 
 def outcome_loss(roll: OutcomeRollout, samples: int, step_cost: float = 0.0, kl_start: float = 0.0) -> torch.Tensor:
-    """The surrogate whose gradient is −∇E[success − c·NFE] (+ β∇KL to the start) in expectation, mean over rows."""
+    """The surrogate whose gradient is −∇E[success − c·NFE] in expectation, plus β × the gradient of the KL to the
+    start at the visited states (a per-state penalty, see the module docstring); mean over rows."""
     if samples < 2:
         raise ValueError("leave-one-out advantages need at least 2 rollouts per example")
     adv = leave_one_out(roll.reward(step_cost).detach(), samples)

@@ -52,7 +52,7 @@ class OrderTrainConfig:
     tau: float = 1.0  # τ: temperature of the max-normalised reveal probabilities
     step_cost: float = 0.0  # c per forward pass: nats under elbo (ELBO − c·NFE; 0: plain ELBO), reward under rl (success = 1)
     objective: str = "elbo"  # elbo: variational inference (Fox et al. 2026); rl: outcome reward success − c·NFE
-    kl_start: float = 0.0  # rl only: β, weight of KL(P_ψ ‖ the untrained network) per step (0: none)
+    kl_start: float = 0.0  # rl only: β, weight of KL(P_ψ ‖ the untrained network), summed over positions and steps (0: none)
     d_hidden: int = 64  # hidden width of the order networks
     lr: float = 3e-3  # peak learning rate of the order networks
     warmup: int = 20  # linear warm-up steps (at most steps)
@@ -126,9 +126,10 @@ def _outcome_step(denoiser, nets: Nets, batch: Batch, cfg: OrderTrainConfig) -> 
     """Rollouts of P_ψ with the model's own tokens, scored by the task (:mod:`unmask.order.rl`)."""
     roll = outcome_rollout(denoiser, batch.start, batch.index, nets.prior, cfg.budget, cfg.samples, batch.seeds,
                            nets.success, nets.reference)
+    reward = roll.reward(cfg.step_cost)
     return outcome_loss(roll, cfg.samples, cfg.step_cost, cfg.kl_start), {
-        "success": roll.success, "reward": roll.reward(cfg.step_cost), "mean_steps": roll.nfe.double(),
-        "kl_start": roll.kl_start.detach()}
+        "success": roll.success, "reward": reward, "mean_steps": roll.nfe.double(), "kl_start": roll.kl_start.detach(),
+        "signal": (reward.view(-1, cfg.samples).std(1) > 0).double()}  # share of examples whose K rewards differ: 0 = no gradient
 
 
 OBJECTIVES = {"elbo": _elbo_step, "rl": _outcome_step}  # --objective: one training step each
@@ -200,7 +201,7 @@ def train_order(
         if rank == 0:
             truncate_log(out, step)
     params = [p for g in groups for p in g["params"]]
-    sums: dict[str, float] = {}
+    sums: dict[str, float] = dict(state.get("sums", {})) if state is not None else {}  # since the last log line
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress or rank != 0, desc="train order", unit="step")
     start = time.time() - elapsed
     while step < cfg.steps:
@@ -226,7 +227,8 @@ def train_order(
             _validate(prior, posterior, denoiser, model_dir, cfg, out, step, time.time() - start, sums, validate, rank, source)
             sums = {}
         if step % cfg.ckpt_every == 0 or step == cfg.steps:
-            _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world, source)
+            _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out, step, time.time() - start, rank, world, source,
+                        sums)
     bar.close()
     return prior.eval()
 
@@ -259,12 +261,14 @@ def _validate(prior, posterior, denoiser, model_dir, cfg, out: Path, step: int, 
 
 
 def _checkpoint(prior, posterior, denoiser, opt, gen, cfg, out: Path, step: int, elapsed: float, rank: int, world: int,
-                source: dict | None) -> None:
-    """Everything needed to resume (rank 0 writes every rank's generator)."""
+                source: dict | None, sums: dict) -> None:
+    """Everything needed to resume (rank 0 writes every rank's generator, and its metric sums since the last
+    log line, so a resumed run's next line averages the same steps as a whole run's)."""
     gens = all_gather(gen.get_state())
     if rank == 0:
         state = {"prior": prior.state_dict(), "posterior": posterior.state_dict(), "optimizer": opt.state_dict(),
-                 "generators": gens, "step": step, "elapsed": elapsed, "train_config": asdict(cfg), "source": source or {}}
+                 "generators": gens, "step": step, "elapsed": elapsed, "train_config": asdict(cfg), "source": source or {},
+                 "sums": dict(sums)}
         if cfg.finetune:
             state["denoiser"] = denoiser.state_dict()
         save_checkpoint(out, state)

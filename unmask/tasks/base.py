@@ -45,6 +45,7 @@ class Task(Protocol):
     name: str  # the CLI word and the ``task`` a model records in its config
     unit: str  # what one example is called ("puzzle", "problem"); progress bars count these
     default_model: Path  # the shipped model directory
+    outcome_reward: bool  # can a decoded example be right or wrong (an answer, a solution)? outcome RL needs it
 
     def read(self, path: str) -> Any:
         """Examples from a file (UnmaskError with one clear line on bad input)."""

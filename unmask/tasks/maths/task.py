@@ -49,6 +49,7 @@ class MathsTask:
     name: str = NAME
     unit: str = "problem"
     default_model = DEFAULT_MODEL
+    outcome_reward = True  # the exact answer
 
     @classmethod
     def for_model(cls, cfg: ModelConfig) -> MathsTask:

@@ -103,6 +103,7 @@ class AntibodyTask:
     name: str = NAME
     unit: str = "antibody"
     default_model = None  # no shipped antibody model: give --model hf:DIR (see `unmask proteins import`)
+    outcome_reward = False  # `score` asks for every CDR residue recovered exactly: almost never, no signal
 
     def __post_init__(self) -> None:
         unknown = set(self.cdrs) - set(CDR_NAMES)

@@ -114,6 +114,7 @@ class ProteinTask:
     name: str = NAME
     unit: str = "protein"
     default_model = DEFAULT_MODEL
+    outcome_reward = False  # `score` asks for a whole protein recovered from its length alone: never
 
     @classmethod
     def for_model(cls, cfg: ModelConfig) -> ProteinTask:

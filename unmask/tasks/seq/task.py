@@ -124,6 +124,7 @@ class SeqTask:
     name: str = NAME
     unit: str = "sequence"
     default_model = None  # no shipped model: --model is required
+    outcome_reward = True  # the target, exactly (examples without one are refused)
 
     @classmethod
     def for_model(cls, cfg) -> SeqTask:

@@ -67,6 +67,7 @@ class SudokuTask:
     name: str = NAME
     unit: str = "puzzle"
     default_model = DEFAULT_MODEL
+    outcome_reward = True  # the solved grid
 
     def read(self, path) -> SudokuSet:
         """A ``quizzes[,solutions]`` CSV, or one puzzle given inline as an 81-character grid."""
