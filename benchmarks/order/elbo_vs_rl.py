@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from unmask.artifacts import ORDER_POLICY
+from unmask.errors import UnmaskError
 from unmask.eval import (
     bootstrap_weights,
     decode_all,
@@ -51,6 +52,17 @@ ADAPTIVE = ([f"mi:gamma={g},lam=0" for g in (0.01, 0.03, 0.1, 0.3, 1, 3)]
             + [f"eb:gamma={g}" for g in (0.1, 0.3, 1, 3, 10)]
             + [f"threshold:tau={t}" for t in (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)])
 RESAMPLES = 2000
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
 
 
 def paired_gap(a: str, b: str, resamples: int = RESAMPLES, seed: int = 0) -> dict:
@@ -141,31 +153,51 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--learned", nargs="+", default=[], metavar="NAME=DIR",
                    help="order policies (run folders), e.g. elbo=RUN rl=RUN")
     p.add_argument("--sets", nargs="+", metavar="NAME=FILE", help="the task's example files to score")
-    p.add_argument("--n", type=int, default=1000, help="first N examples of each set")
-    p.add_argument("--budgets", type=int, nargs="+", default=BUDGETS)
+    p.add_argument("--n", type=positive_int, default=1000, help="first N examples of each set")
+    p.add_argument("--budgets", type=positive_int, nargs="+", default=BUDGETS)
     p.add_argument("--adaptive", nargs="*", default=ADAPTIVE, help="adaptive heuristic specs for the frontier")
-    p.add_argument("--batch-size", type=int, default=200)
-    p.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples of the intervals")
+    p.add_argument("--batch-size", type=positive_int, default=200)
+    p.add_argument("--resamples", type=positive_int, default=RESAMPLES, help="bootstrap resamples of the intervals")
     p.add_argument("--out", type=Path, required=True, help="folder for elbo_vs_rl.{json,md}, fixed_budgets.md, frontier.md, PNGs")
     p.add_argument("--tables-only", action="store_true", help="rebuild the tables and plots from OUT/elbo_vs_rl.json")
     args = p.parse_args(argv)
-    if args.tables_only:
-        result = json.loads((args.out / "elbo_vs_rl.json").read_text())
-        print(write_tables(result, args.out))
-        return
+    try:
+        if args.tables_only:
+            print(write_tables(json.loads((args.out / "elbo_vs_rl.json").read_text()), args.out))
+            return
+        run(p, args)
+    except (UnmaskError, OSError, json.JSONDecodeError) as e:
+        p.error(str(e))
+
+
+def named(p: argparse.ArgumentParser, items: list[str], flag: str) -> dict[str, str]:
+    """``NAME=PATH`` items as a dict (argparse error for another form or a name given twice)."""
+    out = {}
+    for item in items:
+        name, eq, path = item.partition("=")
+        if not (eq and name and path):
+            p.error(f"{flag} takes NAME=PATH, got {item!r}")
+        if name in out:
+            p.error(f"{flag}: the name {name!r} is given twice")
+        out[name] = path
+    return out
+
+
+def run(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not (args.model and args.sets and args.learned):
         p.error("--model, --sets and --learned are required (or --tables-only)")
+    set_files, learned_dirs = named(p, args.sets, "--sets"), named(p, args.learned, "--learned")
     start = time.time()
     model = load_model(args.model, task=args.task)
     task = get_task(args.task, model.cfg)
-    sets = {name: task.read(path)[: args.n] for name, _, path in (s.partition("=") for s in args.sets)}
-    nets = {name: load_order_net(path, base=args.model, named=True) for name, _, path in (s.partition("=") for s in args.learned)}
+    sets = {name: task.read(path)[: args.n] for name, path in set_files.items()}
+    nets = {name: load_order_net(path, base=args.model, named=True) for name, path in learned_dirs.items()}
     runs = [(Learned(steps=t, net=net), f"learned[{name}]:steps={t}", t) for t in args.budgets for name, net in nets.items()]
     # the adaptive heuristics (a few passes each) before the fixed budgets' up to 15: a run cut short has the frontier
     runs += [(build_policy(spec, model, args.model), None, None) for spec in args.adaptive]
     runs += [(build_policy(name, model, args.model, budget=t), None, t) for t in args.budgets for name in FIXED]
-    files = [Path(__file__), *(s.partition("=")[2] for s in args.sets),
-             *(Path(s.partition("=")[2]) / f for s in args.learned for f in (ORDER_POLICY.weights, ORDER_POLICY.meta))]
+    files = [Path(__file__), *set_files.values(),
+             *(Path(d) / f for d in learned_dirs.values() for f in (ORDER_POLICY.weights, ORDER_POLICY.meta))]
     cache = results_cache(args.out, "elbo_vs_rl", args.model, files, n=args.n, sets=args.sets, learned=args.learned)
     rows = []
     for set_name, examples in sets.items():
@@ -181,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"model": shown_path(args.model), "task": args.task, "sets": args.sets, "n": args.n, "resamples": args.resamples,
             "learned_names": list(nets),
             "learned": {name: json.loads((Path(path) / ORDER_POLICY.meta).read_text()).get("train_config")
-                        for name, _, path in (s.partition("=") for s in args.learned)},
+                        for name, path in learned_dirs.items()},
             "minutes": round((time.time() - start) / 60, 1), "reused_rows": cache.hits}
     result = {"meta": meta, "rows": rows}
     (args.out / "elbo_vs_rl.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -61,23 +61,12 @@ def test_script_compares_both_objectives_at_every_budget(tmp_path, sudoku_files,
     before = (out / "fixed_budgets.md").read_text()
     bench.main(["--task", "sudoku", "--out", str(out), "--tables-only"])
     assert (out / "fixed_budgets.md").read_text() == before
-    other = tmp_path / "elsewhere"
-    other.mkdir()
-    with pytest.raises(Exception, match="give base|another model|records no"):  # a policy of another model is refused
-        meta = json.loads((tmp_path / "rl" / "order_policy.json").read_text())
-        meta["base_model_sha256"] = "0" * 16
-        (tmp_path / "rl" / "order_policy.json").write_text(json.dumps(meta))
-        bench.main([*argv[:-1], str(other)])
-
-
-@pytest.mark.parametrize("log", [None, "", "not json\n"])
-def test_order_curve_refuses_a_missing_or_empty_log_in_one_line(tmp_path, log, capsys):
-    """Bug caught: a traceback (FileNotFoundError, IndexError at rows[0]) for a run that has not logged yet."""
-    curve = load_script("order_curve")
-    run = tmp_path / "run"
-    run.mkdir()
-    if log is not None:
-        (run / "log.jsonl").write_text(log)
-    with pytest.raises(SystemExit) as e:
-        curve.main([str(run), "--out", str(tmp_path / "c")])
-    assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    meta = json.loads((tmp_path / "rl" / "order_policy.json").read_text())  # a policy of another model: one line
+    meta["base_model_sha256"] = "0" * 16
+    (tmp_path / "rl" / "order_policy.json").write_text(json.dumps(meta))
+    for bad in ([*argv[:-1], str(tmp_path / "elsewhere")], [*argv[:-1], "--n", "0", str(tmp_path / "o2")],
+                [*argv[:-1], "--learned", "elbo", str(tmp_path / "o3")],
+                [*argv[:-1], "--learned", f"a={tmp_path / 'elbo'}", f"a={tmp_path / 'elbo'}", str(tmp_path / "o4")]):
+        with pytest.raises(SystemExit) as e:
+            bench.main(bad)
+        assert e.value.code == 2
