@@ -70,3 +70,16 @@ def test_script_compares_both_objectives_at_every_budget(tmp_path, sudoku_files,
         with pytest.raises(SystemExit) as e:
             bench.main(bad)
         assert e.value.code == 2
+
+
+@pytest.mark.parametrize("log", [None, "", "not json\n"])
+def test_order_curve_refuses_a_missing_or_empty_log_in_one_line(tmp_path, log, capsys):
+    """Bug caught: a traceback (FileNotFoundError, IndexError at rows[0]) for a run that has not logged yet."""
+    curve = load_script("order_curve")
+    run = tmp_path / "run"
+    run.mkdir()
+    if log is not None:
+        (run / "log.jsonl").write_text(log)
+    with pytest.raises(SystemExit) as e:
+        curve.main([str(run), "--out", str(tmp_path / "c")])
+    assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
